@@ -1,0 +1,59 @@
+"""The job: what the webhook path records and the worker runs. Shared by the ledger, the queue and the pipeline."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from enum import StrEnum
+
+
+class JobKind(StrEnum):
+    FIX = "fix"
+    RETRY = "retry"
+
+
+class JobStatus(StrEnum):
+    QUEUED = "queued"
+    RUNNING = "running"
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+    DENIED = "denied"
+    SUPERSEDED = "superseded"
+
+    @property
+    def active(self) -> bool:
+        return self in (JobStatus.QUEUED, JobStatus.RUNNING)
+
+
+@dataclass
+class Job:
+    """One row of the job ledger."""
+
+    id: str
+    kind: JobKind
+    installation_id: int
+    repo: str  # owner/name
+    issue: int
+    requester: str
+    delivery_id: str
+    status: JobStatus = JobStatus.QUEUED
+    guidance: str = ""  # extra guidance from `/agent retry <guidance>`
+    comment_id: int | None = None  # the comment that triggered a retry, for the 👀 reaction
+    attempts: int = 0
+    lease_expires_at: datetime | None = None
+    worker_id: str | None = None
+    pr_url: str | None = None
+    run_id: str | None = None
+    error: str | None = None
+    created_at: datetime | None = None
+    updated_at: datetime | None = None
+    extra: dict[str, object] = field(default_factory=dict)
+
+    @property
+    def owner(self) -> str:
+        return self.repo.split("/", 1)[0]
+
+    @property
+    def name(self) -> str:
+        return self.repo.split("/", 1)[1]

@@ -1,0 +1,96 @@
+"""Operator settings, from the environment (prefix MINIFIX_) or a `.env` file. Nothing is read at import time."""
+
+from __future__ import annotations
+
+import os
+from functools import cached_property
+from pathlib import Path
+
+from pydantic import Field, SecretStr, model_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+PLACEHOLDER_SECRETS = {"", "changeme", "change-me", "changethis", "secret", "development", "xxx", "todo"}
+
+
+class SettingsError(ValueError):
+    """A setting is missing or unusable; the message names the variable to set."""
+
+
+class Settings(BaseSettings):
+    """Everything an operator configures. See README.md for the full table."""
+
+    model_config = SettingsConfigDict(env_prefix="MINIFIX_", env_file=".env", extra="ignore")
+
+    app_id: int | None = None
+    """The GitHub App's id."""
+    private_key: SecretStr | None = None
+    """The App's PEM private key (or use private_key_path)."""
+    private_key_path: Path | None = None
+    """File holding the App's PEM private key."""
+    webhook_secret: SecretStr = SecretStr("")
+    """Secret GitHub signs webhook deliveries with."""
+    github_api_url: str = "https://api.github.com"
+    """REST API root; set for GitHub Enterprise Server (https://HOST/api/v3) and in tests."""
+    model: str = "hosted_vllm/mini-fix"
+    """litellm model name, e.g. hosted_vllm/<served-model-name>."""
+    model_api_base: str | None = None
+    """OpenAI-compatible API base of the model server, e.g. http://vllm:8000/v1."""
+    model_api_key: SecretStr | None = None
+    """API key for the model server, if it wants one."""
+    data_dir: Path = Path("./data")
+    """Where the database, queue and trajectories live."""
+    database_url: str | None = None
+    """Ledger database; default sqlite:///<data_dir>/mini-fix.db."""
+    label: str = "mini-fix"
+    """The issue label that triggers a run."""
+    public_url: str | None = None
+    """Public base URL of this App, used for links to run pages."""
+    sandbox_image: str = "mini-fix-sandbox:latest"
+    """Default sandbox image; a repository's config may name another."""
+    workers: int = Field(default_factory=lambda: max(1, (os.cpu_count() or 2) // 2))
+    """Jobs one worker process runs at once (default: one per two cores)."""
+    operator_token: SecretStr | None = None
+    """Bearer token protecting /runs and operator pages."""
+    agent_config: Path | None = None
+    """Agent config YAML; default prompts/agent.yaml."""
+    log_format: str = "auto"
+    """auto (JSON unless on a terminal), json or console."""
+    log_level: str = "INFO"
+    """Log level."""
+    lease_seconds: int = 120
+    """A running job's lease; renewed while it runs, re-dispatched after it expires."""
+    max_attempts: int = 3
+    """Attempts before a job whose worker keeps dying is marked failed."""
+
+    @model_validator(mode="after")
+    def _default_database(self) -> Settings:
+        if not self.database_url:
+            self.database_url = f"sqlite:///{self.data_dir / 'mini-fix.db'}"
+        return self
+
+    def require_webhook_secret(self) -> str:
+        """The webhook secret, or a SettingsError that says how to set one."""
+        secret = self.webhook_secret.get_secret_value()
+        if secret.strip().lower() in PLACEHOLDER_SECRETS:
+            raise SettingsError(
+                "MINIFIX_WEBHOOK_SECRET is missing or a placeholder: set it to the webhook secret of your "
+                "GitHub App (e.g. `openssl rand -hex 32`, then paste the same value into the App's settings)."
+            )
+        return secret
+
+    def require_private_key(self) -> str:
+        """The App's private key PEM, or a SettingsError naming the variables."""
+        if self.private_key is not None and self.private_key.get_secret_value().strip():
+            return self.private_key.get_secret_value().replace("\\n", "\n")
+        if self.private_key_path is not None:
+            try:
+                return self.private_key_path.read_text()
+            except OSError as exc:
+                raise SettingsError(f"MINIFIX_PRIVATE_KEY_PATH={self.private_key_path} cannot be read: {exc}") from exc
+        raise SettingsError("Set MINIFIX_PRIVATE_KEY (PEM text) or MINIFIX_PRIVATE_KEY_PATH (a .pem file).")
+
+    @cached_property
+    def secrets(self) -> list[str]:
+        """Every secret value we know, for redaction in logs and trajectories."""
+        values = [self.webhook_secret, self.private_key, self.model_api_key, self.operator_token]
+        return [v.get_secret_value() for v in values if v is not None and len(v.get_secret_value()) >= 6]

@@ -1,0 +1,88 @@
+"""The sandbox seam: what the agent and the pipeline need from an isolated place to run commands."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from pydantic import BaseModel, ConfigDict
+
+
+@dataclass(frozen=True)
+class ExecResult:
+    """The outcome of one action: combined stdout+stderr, return code and, on timeout or failure, why."""
+
+    output: str
+    returncode: int
+    exception_info: str = ""
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def as_dict(self) -> dict[str, Any]:
+        """The shape mini-swe-agent's templates and trajectories use (`output.returncode`, ...)."""
+        return {"output": self.output, "returncode": self.returncode, "exception_info": self.exception_info}
+
+
+class SandboxConfig(BaseModel):
+    """How one run's container is started and how its actions run."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    image: str = "mini-fix-sandbox:latest"
+    """Image the container is created from."""
+    cwd: str = "/testbed"
+    """Working directory of every action (the repository is copied here)."""
+    env: dict[str, str] = {}
+    """Environment of every action. Never put secrets here: the model can read them."""
+    timeout: int = 60
+    """Seconds one action may run before it is killed inside the container."""
+    memory: str = "2g"
+    """Memory limit; swap is set equal so the container cannot swap past it."""
+    cpus: float = 1.0
+    """CPU quota, in cores."""
+    pids_limit: int = 512
+    """Maximum number of processes in the container (stops fork bombs)."""
+    network: bool = False
+    """Give the container a network. Off unless a repository's config opts in."""
+    wall_time_seconds: int = 3600
+    """The container is killed this many seconds after it starts, whatever it is doing."""
+    user: str = "1000:1000"
+    """Non-root user the actions run as."""
+    runtime: str | None = None
+    """OCI runtime, e.g. `runsc` for gVisor; None for the engine's default."""
+
+
+class SandboxError(Exception):
+    """The sandbox could not be started or used; the message says what to do."""
+
+
+class EngineUnavailable(SandboxError):
+    """No Docker engine answers."""
+
+
+class ImageMissing(SandboxError):
+    """The configured sandbox image does not exist on the engine."""
+
+
+class Sandbox(Protocol):
+    """An isolated, resource-limited place that runs one bash command per action, statelessly."""
+
+    def execute(self, command: str, *, timeout: float | None = None, cwd: str | None = None) -> ExecResult:
+        """Run `command` in a fresh `bash -c`; a timeout kills it inside the sandbox and is reported, not raised."""
+        ...
+
+    def copy_in(self, src: Path, dest: str | None = None) -> None:
+        """Copy a host directory's contents into the sandbox (default: the working directory)."""
+        ...
+
+    def diff(self) -> str:
+        """The submission diff: `git add -A && git diff --cached --binary` in the working directory."""
+        ...
+
+    def template_vars(self) -> dict[str, Any]:
+        """Variables for prompt templates: system, release, version, machine (of the sandbox), cwd."""
+        ...
+
+    def close(self) -> None:
+        """Remove the container. Idempotent; never raises."""
+        ...
