@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# Make sure a Docker engine runs here and the sandbox images exist; safe to run again (does only what is missing).
+# Needs root on Debian 12. Builds everything offline except the apt packages: no registry is needed.
+set -euo pipefail
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+base_image="${MINIFIX_BASE_IMAGE:-mini-fix-base:bookworm}"
+sandbox_image="${MINIFIX_SANDBOX_IMAGE:-mini-fix-sandbox:latest}"
+dockerd_log="${DOCKERD_LOG:-/var/log/dockerd.log}"
+wait_seconds="${DOCKERD_WAIT_SECONDS:-60}"
+
+say() { echo "ensure-docker: $*"; }
+die() { echo "ensure-docker: error: $*" >&2; exit 1; }
+
+install_packages() {
+    local missing=()
+    command -v dockerd >/dev/null 2>&1 || missing+=(docker.io)
+    command -v debootstrap >/dev/null 2>&1 || missing+=(debootstrap)
+    if [ ${#missing[@]} -eq 0 ]; then
+        say "docker.io and debootstrap already installed"
+        return
+    fi
+    [ "$(id -u)" -eq 0 ] || die "need root to install ${missing[*]}"
+    say "installing ${missing[*]}"
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+}
+
+start_engine() {
+    if docker info >/dev/null 2>&1; then
+        say "engine already running"
+        return
+    fi
+    [ "$(id -u)" -eq 0 ] || die "no Docker engine answers and starting dockerd needs root"
+    say "starting dockerd (log: $dockerd_log)"
+    nohup dockerd >"$dockerd_log" 2>&1 &
+    local waited=0
+    until docker info >/dev/null 2>&1; do
+        if [ "$waited" -ge "$wait_seconds" ]; then
+            tail -n 20 "$dockerd_log" >&2 || true
+            die "dockerd did not answer within ${wait_seconds}s; see $dockerd_log"
+        fi
+        sleep 1
+        waited=$((waited + 1))
+    done
+    say "engine up after ${waited}s"
+}
+
+image_exists() { docker image inspect "$1" >/dev/null 2>&1; }
+
+build_images() {
+    if image_exists "$base_image"; then
+        say "base image $base_image present"
+    else
+        say "building base image $base_image (debootstrap, about a minute)"
+        "$here/sandbox/build-base-image.sh" "$base_image"
+    fi
+    if image_exists "$sandbox_image"; then
+        say "sandbox image $sandbox_image present"
+    else
+        say "building sandbox image $sandbox_image from $base_image"
+        DOCKER_BUILDKIT=0 docker build -q --build-arg "BASE_IMAGE=$base_image" -t "$sandbox_image" \
+            "$here/sandbox/image" >/dev/null
+    fi
+}
+
+install_packages
+start_engine
+build_images
+say "ready: $(docker image inspect -f '{{.Id}}' "$sandbox_image" | cut -c1-19) $sandbox_image"
