@@ -57,3 +57,28 @@ class Job:
     @property
     def name(self) -> str:
         return self.repo.split("/", 1)[1]
+
+
+@dataclass(frozen=True)
+class JobRequest:
+    """A job a webhook asks for, before the ledger gives it an id and a row."""
+
+    kind: JobKind
+    installation_id: int
+    repo: str  # owner/name
+    issue: int  # a PR number when extra["on_pull_request"] and the ledger could not map it to its issue
+    requester: str
+    delivery_id: str
+    guidance: str = ""
+    comment_id: int | None = None
+    extra: dict[str, object] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class JobOutcome:
+    """What the pipeline reports when a job's run ends."""
+
+    status: JobStatus
+    pr_url: str | None = None
+    run_id: str | None = None
+    error: str | None = None

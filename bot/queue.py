@@ -1,0 +1,96 @@
+"""The dispatch queue: job ids on huey's storage (SqliteHuey in the data dir). The ledger is the truth.
+
+Workers pull with `run_next` rather than running huey's consumer: the worker process keeps its own threads and
+signal handling, and a job starts within a fraction of a second of its dispatch. The task code is the same on
+PostgresHuey or RedisHuey, so scaling out only changes `build_queue`.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+from collections.abc import Callable
+
+import structlog
+from huey import Huey, SqliteHuey
+
+from bot.settings import Settings
+
+log = structlog.get_logger(__name__)
+TASK_NAME = "mini_fix.run_job"
+
+
+class JobQueue:
+    """Job ids waiting for a worker; `dispatch` is non-blocking for the webhook path."""
+
+    def __init__(self, huey: Huey) -> None:
+        self.huey = huey
+        self._handler: Callable[[str], object] | None = None
+        self._task = huey.task(name=TASK_NAME)(self._execute)
+        self._wake = threading.Event()
+        self._outbox: queue.SimpleQueue[str | None] = queue.SimpleQueue()
+        self._dispatcher: threading.Thread | None = None
+        self._lock = threading.Lock()
+
+    def bind(self, handler: Callable[[str], object]) -> None:
+        """Set what running a job id means (the worker's `run_job`)."""
+        self._handler = handler
+
+    def _execute(self, job_id: str) -> None:
+        if self._handler is None:
+            raise RuntimeError("no worker bound to this queue")
+        self._handler(job_id)
+
+    def enqueue(self, job_id: str) -> None:
+        """Put a job id on the queue now (durable in huey's storage)."""
+        self._task(job_id)
+        self._wake.set()
+
+    def dispatch(self, job_id: str) -> None:
+        """Enqueue soon, from a background thread, so the caller never waits on the queue's database."""
+        with self._lock:
+            if self._dispatcher is None:
+                self._dispatcher = threading.Thread(target=self._drain, name="queue-dispatch", daemon=True)
+                self._dispatcher.start()
+        self._outbox.put(job_id)
+
+    def _drain(self) -> None:
+        while (job_id := self._outbox.get()) is not None:
+            try:
+                self.enqueue(job_id)
+            except Exception:
+                # The ledger row is committed: the reconciler dispatches it later.
+                log.exception("enqueue failed", job_id=job_id)
+
+    def pending_ids(self) -> set[str]:
+        """Job ids waiting in the queue."""
+        return {str(task.args[0]) for task in self.huey.pending() if task.name == TASK_NAME and task.args}
+
+    def run_next(self, wait: float) -> bool:
+        """Run the next job id through huey (which calls the bound handler); wait up to `wait` s for one."""
+        task = self.huey.dequeue()
+        if task is None:
+            self._wake.clear()
+            task = self.huey.dequeue()  # one more look, so an enqueue racing the clear is not missed
+        if task is None:
+            self._wake.wait(wait)
+            return False
+        self.huey.execute(task)
+        return True
+
+    def close(self) -> None:
+        """Finish pending dispatches and close the storage."""
+        with self._lock:
+            if self._dispatcher is not None:
+                self._outbox.put(None)
+                self._dispatcher.join()
+                self._dispatcher = None
+        self._wake.set()
+        self.huey.storage.close()
+
+
+def build_queue(settings: Settings) -> JobQueue:
+    """The queue for these settings: SqliteHuey in the data dir (queue.db)."""
+    settings.data_dir.mkdir(parents=True, exist_ok=True)
+    huey = SqliteHuey("mini-fix", filename=str(settings.data_dir / "queue.db"), results=False)
+    return JobQueue(huey)

@@ -1,0 +1,27 @@
+"""Webhook decisions: which job, if any, a delivery asks for. One module per feature, routed by event."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from bot.settings import Settings
+from bot.webhooks import comments, installations, issues
+from bot.webhooks.decision import CancelRequest, Decision, InstallationChange, Payload, ignore
+
+__all__ = ["CancelRequest", "Decision", "InstallationChange", "decide"]
+
+Handler = Callable[[Payload, Settings, str], Decision]
+ROUTES: dict[str, Handler] = {
+    "issues": issues.decide,
+    "issue_comment": comments.decide,
+    "installation": installations.decide,
+    "installation_repositories": installations.decide,
+}
+
+
+def decide(event: str, payload: Payload, settings: Settings, *, delivery_id: str = "") -> Decision:
+    """A pure function of the delivery: what to do about it. Never calls GitHub or a model."""
+    handler = ROUTES.get(event)
+    if handler is None:
+        return ignore(f"event {event!r} is not handled")
+    return handler(payload, settings, delivery_id)

@@ -1,0 +1,56 @@
+"""`issue_comment` events: `/agent retry`, `/agent stop` and `/agent help` on an issue or on a PR."""
+
+from __future__ import annotations
+
+from bot.jobs import JobKind, JobRequest
+from bot.settings import Settings
+from bot.webhooks.commands import parse_command
+from bot.webhooks.decision import (
+    CancelRequest,
+    Decision,
+    Payload,
+    dig_int,
+    dig_str,
+    from_bot,
+    ignore,
+    issue_context,
+)
+
+
+def decide(payload: Payload, settings: Settings, delivery_id: str) -> Decision:
+    """Decide an `issue_comment` delivery."""
+    if dig_str(payload, "action") != "created":
+        return ignore("only new comments carry commands")
+    if from_bot(payload):
+        return ignore("sender is a bot")
+    command = parse_command(dig_str(payload, "comment", "body") or "")
+    if command is None:
+        return ignore("no /agent command in the comment")
+    ctx = issue_context(payload)
+    if isinstance(ctx, Decision):
+        return ctx
+    if command.name in ("help", "unknown"):
+        return Decision("help", f"/agent {command.guidance or 'help'}")
+    if command.name == "stop":
+        reason = f"/agent stop by @{ctx.sender}"
+        cancel = CancelRequest(
+            ctx.installation_id, ctx.repo, ctx.issue, ctx.sender, reason, on_pull_request=ctx.is_pull_request
+        )
+        return Decision("cancel", reason, cancel=cancel)
+    if ctx.state != "open" and not ctx.is_pull_request:
+        return ignore("the issue is closed")
+    # On a PR the number is the PR's: the ledger maps it to the issue of the PR it opened, else the pipeline
+    # resolves the issue from the PR body's `Fixes #N`.
+    extra: dict[str, object] = {"on_pull_request": True} if ctx.is_pull_request else {}
+    job = JobRequest(
+        JobKind.RETRY,
+        ctx.installation_id,
+        ctx.repo,
+        ctx.issue,
+        ctx.sender,
+        delivery_id,
+        guidance=command.guidance,
+        comment_id=dig_int(payload, "comment", "id"),
+        extra=extra,
+    )
+    return Decision("enqueue", "/agent retry", job=job)

@@ -1,0 +1,136 @@
+"""POST /webhook: verify, read, decide, record durably, answer 202. Bad input gets a 4xx here, never a 500."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from typing import Any
+
+import structlog
+from fastapi import Request
+from fastapi.responses import JSONResponse
+from githubkit.webhooks import verify
+
+from bot import metrics
+from bot.ledger import Ledger
+from bot.queue import JobQueue
+from bot.settings import Settings
+from bot.webhooks import ROUTES, Decision, decide
+
+MAX_BODY = 25 * 1024 * 1024  # GitHub caps payloads at 25 MB
+SECRET_HINT = (
+    "sign with the App's webhook secret (MINIFIX_WEBHOOK_SECRET must equal the secret set on GitHub)"
+)
+
+log = structlog.get_logger(__name__)
+
+
+class Rejected(Exception):
+    """A delivery we refuse, with the status and a message for whoever sent it."""
+
+    def __init__(self, status: int, message: str, hint: str = "") -> None:
+        super().__init__(message)
+        self.status, self.message, self.hint = status, message, hint
+
+    def body(self) -> dict[str, str]:
+        return {"error": self.message, "hint": self.hint} if self.hint else {"error": self.message}
+
+
+async def _read_body(request: Request) -> bytes:
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > MAX_BODY:
+        raise Rejected(413, "payload over 25 MB")
+    chunks, size = [], 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > MAX_BODY:
+            raise Rejected(413, "payload over 25 MB")
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def _check_signature(secret: str, body: bytes, signature: str | None) -> None:
+    if not signature:
+        raise Rejected(401, "missing X-Hub-Signature-256 header", SECRET_HINT)
+    if not signature.startswith("sha256=") or not verify(secret, body, signature):
+        raise Rejected(401, "signature does not match the payload", SECRET_HINT)
+
+
+def _parse(body: bytes) -> dict[str, Any]:
+    try:
+        payload = json.loads(body)
+    except ValueError as exc:
+        raise Rejected(400, f"body is not JSON: {exc}") from exc
+    if not isinstance(payload, dict):
+        raise Rejected(400, "body is not a JSON object")
+    return payload
+
+
+class WebhookReceiver:
+    """The webhook route: nothing here calls GitHub or a model."""
+
+    def __init__(self, settings: Settings, ledger: Ledger, queue: JobQueue) -> None:
+        self._settings = settings
+        self._secret = settings.require_webhook_secret()
+        self._ledger, self._queue = ledger, queue
+
+    async def handle(self, request: Request) -> JSONResponse:
+        """Answer one delivery."""
+        started = time.perf_counter()
+        event = request.headers.get("x-github-event", "")
+        delivery = request.headers.get("x-github-delivery", "")
+        with structlog.contextvars.bound_contextvars(delivery_id=delivery, github_event=event):
+            try:
+                status, body = await self._accept(request, event, delivery)
+            except Rejected as exc:
+                log.warning("delivery rejected", status=exc.status, reason=exc.message)
+                status, body = exc.status, exc.body()
+        known = event if event in ROUTES or event == "ping" else "other"
+        metrics.DELIVERIES.labels(event=known, outcome=str(body.get("action", status))).inc()
+        metrics.ACCEPT_SECONDS.observe(time.perf_counter() - started)
+        return JSONResponse(body, status_code=status)
+
+    async def _accept(self, request: Request, event: str, delivery: str) -> tuple[int, dict[str, Any]]:
+        raw = await _read_body(request)
+        _check_signature(self._secret, raw, request.headers.get("x-hub-signature-256"))
+        if not event or not delivery:
+            raise Rejected(400, "missing X-GitHub-Event or X-GitHub-Delivery header")
+        payload = _parse(raw)
+        if event == "ping":
+            log.info("ping", zen=payload.get("zen"))
+            return 200, {"action": "pong"}
+        try:
+            decision = decide(event, payload, self._settings, delivery_id=delivery)
+        except Exception as exc:  # a payload shape we did not foresee is the sender's problem, not a 500
+            log.exception("could not decide on the delivery")
+            raise Rejected(400, "payload could not be read") from exc
+        with structlog.contextvars.bound_contextvars(**decision.log_fields()):
+            try:
+                answer = await self._apply(decision)
+            except Exception as exc:
+                log.exception("could not record the delivery")
+                raise Rejected(503, "could not record the job; redeliver it from the App's settings") from exc
+            log.info("delivery accepted", reason=decision.reason, **answer)
+        return 202, {"action": decision.action, "reason": decision.reason, **answer}
+
+    async def _apply(self, decision: Decision) -> dict[str, Any]:
+        if decision.job is not None:
+            result = await asyncio.wrap_future(self._ledger.submit_nowait(decision.job))
+            if result.created:
+                self._queue.dispatch(result.job.id)
+            return {
+                "job_id": result.job.id,
+                "created": result.created,
+                "superseded": [j.id for j in result.superseded],
+                "cancelled": [j.id for j in result.cancelled],
+            }
+        if (c := decision.cancel) is not None:
+            jobs = await asyncio.to_thread(
+                self._ledger.cancel, c.repo, c.issue, c.reason, on_pull_request=c.on_pull_request
+            )
+            return {"cancelled": [j.id for j in jobs]}
+        if decision.installation is not None:
+            jobs = await asyncio.to_thread(self._ledger.record_installation, decision.installation)
+            return {"cancelled": [j.id for j in jobs]}
+        return {}
