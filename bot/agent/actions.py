@@ -1,0 +1,44 @@
+"""Text-based actions: find the one command in a reply, spot the submission, render templates."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from jinja2 import StrictUndefined, Template
+
+from bot.agent.errors import FormatError, Submitted, exit_message
+from sandbox.base import ExecResult
+
+SUBMIT_MARKER = "COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"
+
+
+def render(template: str, **variables: Any) -> str:
+    """Render a Jinja2 template; a variable it uses but was not given is an error."""
+    return str(Template(template, undefined=StrictUndefined).render(**variables))
+
+
+def parse_action(
+    content: str, *, action_regex: str, format_error_template: str, finish_reason: str | None
+) -> str:
+    """The reply's one command; zero or several raise FormatError with the message to send instead."""
+    actions = [a.strip() for a in re.findall(action_regex, content, re.DOTALL)]
+    if len(actions) == 1:
+        return str(actions[0])
+    error = f"Expected exactly 1 action, found {len(actions)}."  # mini-swe-agent's wording, seen by the model
+    message = render(format_error_template, actions=actions, error=error, finish_reason=finish_reason)
+    raise FormatError(
+        {
+            "role": "user",
+            "content": message,
+            "extra": {"interrupt_type": "FormatError", "n_actions": len(actions), "model_response": content},
+        }
+    )
+
+
+def check_submitted(result: ExecResult) -> None:
+    """Raise Submitted when the first non-blank output line is the marker and the command succeeded."""
+    lines = result.output.lstrip().splitlines(keepends=True)
+    if lines and lines[0].strip() == SUBMIT_MARKER and result.returncode == 0:
+        submission = "".join(lines[1:])
+        raise Submitted(exit_message("Submitted", submission, submission=submission))

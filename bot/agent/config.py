@@ -1,0 +1,191 @@
+"""The agent's configuration: one pydantic model per YAML section, loaded from mini-swe-agent-style files."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import structlog
+import yaml
+from pydantic import BaseModel, ConfigDict, Field
+
+from sandbox.base import SandboxConfig
+
+DEFAULT_CONFIG_PATH = Path(__file__).resolve().parents[2] / "prompts" / "agent.yaml"
+"""Our default config, `prompts/agent.yaml` at the repository root."""
+
+ACTION_REGEX = r"```mswea_bash_command\s*\n(.*?)\n```"
+
+log = structlog.get_logger(__name__)
+
+
+class AgentConfig(BaseModel):
+    """The `agent:` section: prompts and budgets."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    system_template: str
+    """Jinja2 template of the system message."""
+    instance_template: str
+    """Jinja2 template of the first user message; `{{task}}` is the issue."""
+    timeout_template: str | None = None
+    """mini-swe-agent 1.x: observation of a timed-out action (`action.action`, `output`); None = usual."""
+    step_limit: int = 50
+    """Model calls allowed, format errors included (0 = no limit)."""
+    cost_limit: float = 0.0
+    """Dollars allowed, when litellm knows a price (0 = no limit)."""
+    wall_time_limit_seconds: int = 1800
+    """Seconds the run may take (0 = no limit)."""
+    token_limit: int = 2_000_000
+    """Prompt plus completion tokens allowed over all calls (0 = no limit)."""
+    max_consecutive_format_errors: int = 3
+    """Replies in a row without exactly one action that end the run (0 = no limit)."""
+
+
+class ModelConfig(BaseModel):
+    """The `model:` section: which model, how to call it, and how its replies and our observations read."""
+
+    model_config = ConfigDict(extra="forbid", protected_namespaces=())
+
+    model_name: str = ""
+    """litellm model name, e.g. `hosted_vllm/<served-model>`; empty = the deployment's MINIFIX_MODEL."""
+    api_base: str | None = None
+    """Base URL of the OpenAI-compatible server, e.g. `http://vllm:8000/v1`; None = MINIFIX_MODEL_API_BASE."""
+    model_kwargs: dict[str, Any] = {}
+    """Extra arguments for `litellm.completion` (temperature, max_tokens, drop_params, ...)."""
+    observation_template: str = (
+        "{% if output.exception_info %}<exception>{{output.exception_info}}</exception>\n{% endif %}"
+        "<returncode>{{output.returncode}}</returncode>\n<output>\n{{output.output}}</output>"
+    )
+    """Jinja2 template of the message reporting an action's result (`output.output`, `.returncode`, ...)."""
+    format_error_template: str = "{{ error }}"
+    """Jinja2 template of the message sent when a reply holds zero or several actions (`error`, `actions`)."""
+    action_regex: str = ACTION_REGEX
+    """Regex (DOTALL) whose single match in a reply is the bash command to run."""
+    max_attempts: int = 6
+    """Tries per model call on transient failures (connection, timeout, 429, 5xx)."""
+    retry_wait_seconds: float = 2.0
+    """First wait between tries; it doubles each time, up to a minute."""
+
+
+class EnvironmentConfig(BaseModel):
+    """The `environment:` section: how actions run in the sandbox."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    image: str | None = None
+    """Sandbox image; None = the deployment's MINIFIX_SANDBOX_IMAGE."""
+    cwd: str = "/testbed"
+    """Working directory of every action; the repository is copied here."""
+    env: dict[str, str] = {}
+    """Environment of every action. Visible to the model: never put secrets here."""
+    timeout: int = 120
+    """Seconds one action may run before it is killed."""
+
+    def to_sandbox_config(self, base: SandboxConfig | None = None) -> SandboxConfig:
+        """This section laid over `base` (the deployment's sandbox defaults)."""
+        update: dict[str, Any] = {"cwd": self.cwd, "env": dict(self.env), "timeout": self.timeout}
+        if self.image:
+            update["image"] = self.image
+        return (base or SandboxConfig()).model_copy(update=update)
+
+
+class MiniFixAgentConfig(BaseModel):
+    """A whole agent config file."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    agent: AgentConfig
+    """Prompts and budgets."""
+    model: ModelConfig = ModelConfig()
+    """The model and its templates."""
+    environment: EnvironmentConfig = EnvironmentConfig()
+    """The sandbox."""
+    warnings: list[str] = Field(default_factory=list, exclude=True)
+    """Keys the loader ignored, and why (shown to operators, never fatal)."""
+
+
+SECTIONS: dict[str, type[BaseModel]] = {
+    "agent": AgentConfig, "model": ModelConfig, "environment": EnvironmentConfig,
+}
+
+# mini-swe-agent 1.x kept these under `agent:`; 2.x moved them to `model:`.
+LEGACY_AGENT_KEYS = {
+    "action_observation_template": "observation_template",
+    "format_error_template": "format_error_template",
+    "action_regex": "action_regex",
+}
+
+# mini-swe-agent keys that mean something there but not here (interactive modes, host docker flags, ...).
+IGNORED_KEYS = {
+    "agent": {"mode", "whitelist_actions", "confirm_exit", "output_path", "agent_class"},
+    "model": {
+        "model_class", "litellm_model_registry", "set_cache_control", "cost_tracking", "multimodal_regex",
+    },
+    "environment": {
+        "environment_class", "forward_env", "run_args", "container_timeout", "interpreter",
+        "executable", "pull_timeout",
+    },
+    "": {"run"},
+}
+
+
+def deep_merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
+    """`override` laid over `base`, merging nested dicts; neither input is changed."""
+    merged = dict(base)
+    for key, value in override.items():
+        if isinstance(value, dict) and isinstance(merged.get(key), dict):
+            merged[key] = deep_merge(merged[key], value)
+        else:
+            merged[key] = value
+    return merged
+
+
+def normalise(raw: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """Move legacy keys to their 2.x place and drop keys we don't use, saying why for each."""
+    warnings: list[str] = []
+    result: dict[str, Any] = {}
+    for key, value in raw.items():
+        if key in SECTIONS and isinstance(value, dict):
+            result[key] = dict(value)
+        elif key in IGNORED_KEYS[""]:
+            warnings.append(f"{key}: {_why_ignored('', key)}")
+        else:
+            warnings.append(f"{key}: unknown section, ignored")
+    _move_legacy_keys(result, warnings)
+    for name, model in SECTIONS.items():
+        section = result.get(name, {})
+        for key in list(section):
+            if key in model.model_fields:
+                continue
+            section.pop(key)
+            warnings.append(f"{name}.{key}: {_why_ignored(name, key)}")
+    return result, warnings
+
+
+def _why_ignored(section: str, key: str) -> str:
+    if key in IGNORED_KEYS[section]:
+        return "mini-swe-agent setting, ignored by mini-fix"
+    return "unknown key, ignored"
+
+
+def _move_legacy_keys(config: dict[str, Any], warnings: list[str]) -> None:
+    agent, model = config.get("agent", {}), config.setdefault("model", {})
+    for old, new in LEGACY_AGENT_KEYS.items():
+        if old not in agent:
+            continue
+        value = agent.pop(old)
+        if new in model:
+            warnings.append(f"agent.{old}: ignored, model.{new} is set")
+        else:
+            model[new] = value
+
+
+def load_config(path: Path | None = None, overrides: dict[str, Any] | None = None) -> MiniFixAgentConfig:
+    """Load a config file (default: prompts/agent.yaml), lay `overrides` over it, report ignored keys."""
+    path = path or DEFAULT_CONFIG_PATH
+    raw = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    cleaned, warnings = normalise(deep_merge(raw, overrides or {}))
+    for warning in warnings:
+        log.warning("agent_config_key_ignored", path=str(path), detail=warning)
+    return MiniFixAgentConfig.model_validate({**cleaned, "warnings": warnings})

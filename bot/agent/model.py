@@ -1,0 +1,132 @@
+"""LitellmModel: chat completions from an OpenAI-compatible server (vLLM), retried with tenacity."""
+
+from __future__ import annotations
+
+import functools
+import os
+from types import ModuleType
+from typing import Any
+
+import structlog
+from tenacity import RetryCallState, Retrying, retry_if_exception_type, stop_after_attempt, wait_exponential
+
+from bot.agent.config import ModelConfig
+from bot.agent.errors import (
+    ContextWindowExceeded,
+    ModelAuthError,
+    ModelBadRequest,
+    ModelError,
+    ModelNotFound,
+    ModelUnavailable,
+)
+from bot.agent.model_base import ModelReply
+
+log = structlog.get_logger(__name__)
+
+# litellm exception names worth another try: the server may come back.
+TRANSIENT = ("APIConnectionError", "Timeout", "RateLimitError", "InternalServerError",
+             "ServiceUnavailableError", "BadGatewayError")
+# Never retried. Order matters: ContextWindowExceededError is a BadRequestError.
+PERMANENT: tuple[tuple[str, type[ModelError]], ...] = (
+    ("ContextWindowExceededError", ContextWindowExceeded),
+    ("AuthenticationError", ModelAuthError),
+    ("PermissionDeniedError", ModelAuthError),
+    ("NotFoundError", ModelNotFound),
+    ("BadRequestError", ModelBadRequest),
+    ("UnprocessableEntityError", ModelBadRequest),
+)
+
+
+@functools.cache
+def import_litellm() -> ModuleType:
+    """Import litellm once per process (it takes seconds), offline and quiet."""
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # else it downloads a price list at import
+    import litellm
+
+    litellm.suppress_debug_info = True
+    return litellm
+
+
+class LitellmModel:
+    """A `Model` backed by `litellm.completion`: transient failures retried, the rest become ModelErrors."""
+
+    def __init__(self, config: ModelConfig, *, api_key: str | None = None) -> None:
+        self.config = config
+        self.name = config.model_name
+        self._api_key = api_key
+        self._litellm = import_litellm()
+        self._transient = tuple(getattr(self._litellm.exceptions, n) for n in TRANSIENT)
+        self._permanent = tuple((getattr(self._litellm.exceptions, n), e) for n, e in PERMANENT)
+        self._has_price: bool | None = None
+
+    def query(self, messages: list[dict[str, Any]]) -> ModelReply:
+        """Send the history (role and content only) and return the reply with its token counts and cost."""
+        response = self._complete([{"role": m["role"], "content": m["content"]} for m in messages])
+        choice = response.choices[0]
+        usage = getattr(response, "usage", None)
+        return ModelReply(
+            content=choice.message.content or "",
+            prompt_tokens=getattr(usage, "prompt_tokens", 0) or 0,
+            completion_tokens=getattr(usage, "completion_tokens", 0) or 0,
+            cost=self._cost(response),
+            finish_reason=choice.finish_reason,
+        )
+
+    def _complete(self, messages: list[dict[str, Any]]) -> Any:
+        try:
+            for attempt in self._retrying():
+                with attempt:
+                    return self._litellm.completion(**self._request(messages))
+        except self._transient as e:
+            where = self.config.api_base or "litellm's default endpoint"
+            raise ModelUnavailable(
+                f"model {self.name} at {where} unreachable after {self.config.max_attempts} tries: {e}"
+            ) from e
+        except Exception as e:
+            ours = self._translate(e)
+            if ours is None:
+                raise
+            raise ours from e
+        raise AssertionError("unreachable: tenacity either returns or raises")
+
+    def _request(self, messages: list[dict[str, Any]]) -> dict[str, Any]:
+        request: dict[str, Any] = {**self.config.model_kwargs, "model": self.name, "messages": messages}
+        request |= {"num_retries": 0, "max_retries": 0}  # retries live in exactly one layer: ours
+        if self.config.api_base:
+            request["api_base"] = self.config.api_base
+        if self._api_key:
+            request["api_key"] = self._api_key
+        return request
+
+    def _retrying(self) -> Retrying:
+        return Retrying(
+            stop=stop_after_attempt(self.config.max_attempts),
+            wait=wait_exponential(multiplier=self.config.retry_wait_seconds, max=60),
+            retry=retry_if_exception_type(self._transient),
+            before_sleep=self._log_retry,
+            reraise=True,
+        )
+
+    def _log_retry(self, state: RetryCallState) -> None:
+        error = state.outcome.exception() if state.outcome else None
+        log.warning("model_retry", model=self.name, attempt=state.attempt_number, error=str(error)[:300])
+
+    def _translate(self, error: Exception) -> ModelError | None:
+        for litellm_type, ours in self._permanent:
+            if isinstance(error, litellm_type):
+                return ours(f"model {self.name}: {error}")
+        return None
+
+    def _cost(self, response: Any) -> float:
+        """Dollar cost when litellm knows a price; self-hosted models have none (asked once)."""
+        if self._has_price is False:
+            return 0.0
+        try:
+            cost = float(self._litellm.completion_cost(completion_response=response, model=self.name))
+        except Exception:
+            cost = 0.0
+        if self._has_price is None:
+            self._has_price = cost > 0
+            if not self._has_price:
+                log.info("model_has_no_price", model=self.name, detail="cost budget will not apply")
+        return cost

@@ -1,0 +1,116 @@
+"""Trajectory files in mini-swe-agent's format (`mini-swe-agent-1.1`) plus our `mini_fix` block, redacted."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+TRAJECTORY_FORMAT = "mini-swe-agent-1.1"
+REDACTED = "***"
+Messages = list[dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class RunStats:
+    """The counters a trajectory reports."""
+
+    api_calls: int = 0
+    cost: float = 0.0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    elapsed_seconds: float = 0.0
+
+
+class TrajectoryWriter:
+    """Writes one run's trajectory file, atomically, every time `save` is called."""
+
+    def __init__(
+        self, path: Path, *, secrets: Sequence[str] = (), mini_fix: dict[str, Any] | None = None
+    ) -> None:
+        self.path = path
+        # Longest first, so a secret that contains another is replaced whole.
+        self.secrets = sorted({s for s in secrets if s}, key=len, reverse=True)
+        self.mini_fix = dict(mini_fix or {})
+        self.started_at = _now()
+
+    def serialize(self, messages: Messages, *, config: dict[str, Any], stats: RunStats) -> dict[str, Any]:
+        """The trajectory as a JSON-ready dict, secrets already replaced by `***`."""
+        last_extra = messages[-1].get("extra", {}) if messages else {}
+        finished = bool(messages) and messages[-1].get("role") == "exit"
+        data = {
+            "info": {
+                "model_stats": {"instance_cost": stats.cost, "api_calls": stats.api_calls},
+                "config": config,
+                "mini_version": _version(),
+                "exit_status": last_extra.get("exit_status", ""),
+                "submission": last_extra.get("submission", ""),
+            },
+            "messages": messages,
+            "trajectory_format": TRAJECTORY_FORMAT,
+            "mini_fix": {
+                **self.mini_fix,
+                "started_at": self.started_at,
+                "finished_at": _now() if finished else None,
+                "elapsed_seconds": round(stats.elapsed_seconds, 3),
+                "steps": stats.api_calls,
+                "prompt_tokens": stats.prompt_tokens,
+                "completion_tokens": stats.completion_tokens,
+                "total_tokens": stats.prompt_tokens + stats.completion_tokens,
+            },
+        }
+        redacted: dict[str, Any] = redact(data, self.secrets)
+        return redacted
+
+    def save(self, messages: Messages, *, config: dict[str, Any], stats: RunStats) -> dict[str, Any]:
+        """Serialize, then replace the file atomically (readers never see half a file); return the data."""
+        data = self.serialize(messages, config=config, stats=stats)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=f".{self.path.name}.", suffix=".tmp")
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
+                json.dump(data, f, indent=2, default=str)
+            os.replace(tmp, self.path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+        return data
+
+
+def redact(value: Any, secrets: Sequence[str]) -> Any:
+    """A copy of `value` with every secret replaced by `***` in every string, dict keys included."""
+    if isinstance(value, str):
+        for secret in secrets:
+            value = value.replace(secret, REDACTED)
+        return value
+    if isinstance(value, dict):
+        return {redact(k, secrets): redact(v, secrets) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [redact(v, secrets) for v in value]
+    return value
+
+
+def load_trajectory(path: Path) -> dict[str, Any]:
+    """Read a trajectory file; raises ValueError if it is not one."""
+    data = json.loads(path.read_text(encoding="utf-8"))
+    if not isinstance(data, dict) or not isinstance(data.get("messages"), list):
+        raise ValueError(f"{path} is not a trajectory file (no messages list)")
+    return data
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return f"mini-fix {version('mini-fix')}"
+    except PackageNotFoundError:
+        return "mini-fix"
