@@ -1,0 +1,124 @@
+"""The GitHub seam: what one job needs from GitHub, for one repository (`bot.github` implements it)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+WRITE_ROLES = frozenset({"write", "maintain", "admin"})
+
+
+class GitHubError(Exception):
+    """A GitHub call failed; the message is fit for logs (no tokens, no request bodies)."""
+
+
+@dataclass(frozen=True)
+class Issue:
+    """An issue (or a pull request seen through the issues API)."""
+
+    number: int
+    title: str
+    body: str
+    author: str
+    state: str = "open"
+    is_pull_request: bool = False
+
+
+@dataclass(frozen=True)
+class Comment:
+    """An issue comment."""
+
+    id: int
+    author: str
+    body: str
+    created_at: str = ""
+
+
+@dataclass(frozen=True)
+class RepoInfo:
+    """What a job needs to know about the repository."""
+
+    full_name: str
+    default_branch: str
+    clone_url: str
+    private: bool
+
+
+@dataclass(frozen=True)
+class PullRequest:
+    """An open (or just opened) pull request."""
+
+    number: int
+    url: str
+    body: str
+    draft: bool
+    head: str = ""
+
+
+@dataclass(frozen=True)
+class BotIdentity:
+    """The App's bot user, as git author and committer."""
+
+    name: str
+    email: str
+
+
+class GitHubGateway(Protocol):
+    """GitHub operations on one repository, authenticated as the App's installation."""
+
+    def permission(self, user: str) -> str:
+        """The user's role on the repository: admin, maintain, write, triage, read or none."""
+        ...
+
+    def get_issue(self, number: int) -> Issue:
+        """One issue (or pull request, seen as an issue)."""
+        ...
+
+    def list_comments(self, number: int) -> list[Comment]:
+        """Every comment on an issue, oldest first."""
+        ...
+
+    def add_reaction(self, number: int, content: str, *, comment_id: int | None = None) -> None:
+        """React to an issue, or to one of its comments."""
+        ...
+
+    def create_comment(self, number: int, body: str) -> int:
+        """Post a comment on an issue or PR; return its id."""
+        ...
+
+    def update_comment(self, comment_id: int, body: str) -> None:
+        """Replace a comment's body."""
+        ...
+
+    def get_repo(self) -> RepoInfo:
+        """The repository's default branch, clone URL and visibility."""
+        ...
+
+    def find_open_pr(self, branch: str) -> PullRequest | None:
+        """The open PR whose head is `<owner>:<branch>`, if any."""
+        ...
+
+    def create_pr(self, *, title: str, body: str, head: str, base: str) -> PullRequest:
+        """Open a draft PR (a ready one where drafts are unavailable; `draft` says which)."""
+        ...
+
+    def update_pr(self, number: int, *, title: str, body: str) -> None:
+        """Replace a PR's title and body."""
+        ...
+
+    def get_pr(self, number: int) -> PullRequest:
+        """One pull request."""
+        ...
+
+    def git_token(self) -> str:
+        """A fresh installation token for git over HTTPS, narrowed to this repository."""
+        ...
+
+    def bot_identity(self) -> BotIdentity:
+        """The App's bot user (`<slug>[bot]` and its noreply email)."""
+        ...
+
+
+def can_write(role: str) -> bool:
+    """Whether a collaborator role may trigger runs."""
+    return role in WRITE_ROLES

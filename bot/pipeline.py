@@ -1,0 +1,271 @@
+"""One job, end to end (design.md steps 0-10): permission, status, clone, sandbox, agent, diff, push, PR."""
+
+from __future__ import annotations
+
+import tempfile
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import structlog
+
+from bot import gitops, steps
+from bot.agent.config import MiniFixAgentConfig, ModelConfig
+from bot.agent.loop import AgentResult, StepEvent
+from bot.agent.model_base import Model
+from bot.gateway import GitHubError, GitHubGateway, Issue, can_write
+from bot.jobs import Job, JobKind, JobOutcome, JobStatus
+from bot.progress import StatusComment
+from bot.publish import Published, attach_trajectory, open_or_update_pr, pr_body_vars, push_change
+from bot.render import outcome, render
+from bot.settings import Settings
+from bot.steps import RunFailed
+from bot.task import build_task, clean
+from bot.trajectory import TrajectoryWriter, redact
+from sandbox.base import Sandbox, SandboxConfig
+
+log = structlog.get_logger(__name__)
+JOB_STATUS = {
+    "pr_opened": JobStatus.SUCCEEDED,
+    "pr_updated": JobStatus.SUCCEEDED,
+    "cancelled": JobStatus.CANCELLED,
+}
+QUIET_OUTCOMES = {"pr_opened", "pr_updated", "cancelled"}  # no separate comment: the PR or the stopper knows
+
+
+@dataclass
+class PipelineDeps:
+    """Everything a job talks to, passed in so tests can swap in fakes."""
+
+    settings: Settings
+    github: Callable[[int, str], GitHubGateway]  # (installation id, "owner/name") -> gateway
+    sandbox: Callable[[SandboxConfig, str], Sandbox]  # (config, run id) -> a started sandbox
+    model: Callable[[ModelConfig], Model]
+    agent_config: MiniFixAgentConfig
+    clock: Callable[[], float] = time.monotonic
+    workdir: Path | None = None  # parent of the per-run checkout directories (None: the system temp dir)
+
+
+@dataclass
+class RunState:
+    """What one run has learned so far, for the final report."""
+
+    job: Job
+    gh: GitHubGateway
+    number: int
+    run: dict[str, Any]
+    status: StatusComment
+    result: AgentResult | None = None
+    published: Published | None = None
+    paths: list[str] = field(default_factory=list)
+
+
+def run_job(job: Job, cancel: threading.Event, deps: PipelineDeps) -> JobOutcome:
+    """Run one job; every ending leaves something a maintainer can see on GitHub."""
+    run_id = job.run_id or uuid.uuid4().hex[:12]
+    with structlog.contextvars.bound_contextvars(
+        job_id=job.id, repo=job.repo, issue=job.issue, run_id=run_id
+    ):
+        gh = deps.github(job.installation_id, job.repo)
+        try:
+            number = steps.issue_number(gh, job)
+            role = gh.permission(job.requester)
+            if not can_write(role):
+                gh.create_comment(number, render("denied_comment.md", requester=job.requester, role=role))
+                log.info("job_denied", role=role)
+                return JobOutcome(JobStatus.DENIED, run_id=run_id, error=f"requester role is {role}")
+            return _run(job, cancel, deps, gh, number, run_id)
+        except (GitHubError, RunFailed) as exc:  # before a status comment exists: nowhere useful to write
+            log.warning("job_failed_early", error=str(exc))
+            return JobOutcome(JobStatus.FAILED, run_id=run_id, error=str(exc))
+
+
+def _run(
+    job: Job, cancel: threading.Event, deps: PipelineDeps, gh: GitHubGateway, number: int, run_id: str
+) -> JobOutcome:
+    gh.add_reaction(number, "eyes")
+    if job.comment_id:
+        gh.add_reaction(number, "eyes", comment_id=job.comment_id)
+    model_config = resolve_model_config(deps.agent_config, deps.settings)
+    run = {
+        "run_id": run_id,
+        "model": model_config.model_name,
+        "requester": job.requester,
+        "retry": job.kind == JobKind.RETRY,
+        "exit_status": "",
+    }
+    state = RunState(job, gh, number, run, StatusComment(gh, number, run, deps.clock))
+    state.status.start()
+    try:
+        _attempt(state, cancel, deps, model_config)
+        key, detail = ("pr_opened" if state.published and state.published.created else "pr_updated"), ""
+    except RunFailed as exc:
+        key, detail = exc.outcome, exc.detail
+    except GitHubError as exc:
+        key, detail = "github_failed", str(exc)
+    return _report(state, key, detail, deps.settings)
+
+
+def _attempt(state: RunState, cancel: threading.Event, deps: PipelineDeps, model_config: ModelConfig) -> None:
+    gh, run_id = state.gh, state.run["run_id"]
+    issue = gh.get_issue(state.number)
+    issue = Issue(issue.number, clean(issue.title), issue.body, issue.author, issue.state)
+    repo = gh.get_repo()
+    with tempfile.TemporaryDirectory(prefix=f"mini-fix-{run_id}-", dir=deps.workdir) as tmp:
+        checkout = Path(tmp) / "repo"
+        token = gh.git_token()
+        steps.clone(repo, token, checkout)
+        _check_cancel(cancel)
+        task = build_task(
+            issue,
+            gh.list_comments(state.number),
+            guidance=state.job.guidance,
+            can_write=lambda user: can_write(gh.permission(user)),
+        )
+        diff = _sandboxed(state, cancel, deps, model_config, task, checkout, secrets=[token])
+        if not diff.strip():
+            raise RunFailed("empty_diff")
+        state.paths = gitops.protected_paths(diff)
+        if state.paths:
+            raise RunFailed("protected_paths", ", ".join(state.paths))
+        _check_cancel(cancel)
+        push_change(gh, checkout, diff, issue=issue, run=state.run, token=token)
+    link = run_link(deps.settings, run_id)
+    assert state.result is not None
+    body_vars = pr_body_vars(issue, state.run, state.result, diff, link)
+    state.published = open_or_update_pr(gh, issue=issue, base=repo.default_branch, body_vars=body_vars)
+    messages = redact(state.result.messages, [token, *deps.settings.secrets])
+    attach_trajectory(
+        gh, state.published.pr, messages, run=state.run, exit_status=state.result.exit_status, run_link=link
+    )
+
+
+def _sandboxed(
+    state: RunState,
+    cancel: threading.Event,
+    deps: PipelineDeps,
+    model_config: ModelConfig,
+    task: str,
+    checkout: Path,
+    secrets: list[str],
+) -> str:
+    """Start the sandbox, run the agent in it, take the diff; the container is removed whatever happens."""
+    config = deps.agent_config
+    sandbox_config = config.environment.to_sandbox_config(SandboxConfig(image=deps.settings.sandbox_image))
+    run_id = state.run["run_id"]
+    writer = TrajectoryWriter(
+        deps.settings.data_dir / "runs" / run_id / "trajectory.json",
+        secrets=[*secrets, *deps.settings.secrets],
+        mini_fix={"repo": state.job.repo, "issue": state.number, "run_id": run_id, "job_id": state.job.id},
+    )
+    sandbox = steps.start_sandbox(deps.sandbox, sandbox_config, run_id, checkout)
+    try:
+        state.result = steps.run_agent(
+            deps.model(model_config),
+            sandbox,
+            config,
+            task,
+            trajectory=writer,
+            on_step=partial(_on_step, state.status),
+            cancel=cancel,
+        )
+        state.run["exit_status"] = state.result.exit_status
+        steps.check_submitted(state.result)
+        return steps.take_diff(sandbox)
+    finally:
+        sandbox.close()
+
+
+def _on_step(status: StatusComment, event: StepEvent) -> None:
+    status.progress(
+        step=event.step,
+        limit=event.step_limit,
+        command=event.command,
+        tokens=event.prompt_tokens + event.completion_tokens,
+        elapsed=event.elapsed_seconds,
+    )
+
+
+def _check_cancel(cancel: threading.Event) -> None:
+    if cancel.is_set():
+        raise RunFailed("cancelled")
+
+
+def _report(state: RunState, key: str, detail: str, settings: Settings) -> JobOutcome:
+    """Final status edit, the failure comment when there is no PR, the closing reaction."""
+    status = JOB_STATUS.get(key, JobStatus.FAILED)
+    pr_url = state.published.pr.url if state.published else None
+    log.info("job_finished", outcome=key, detail=detail, pr_url=pr_url)
+    result = state.result
+    stats = (
+        None
+        if result is None
+        else {
+            "steps": result.steps,
+            "elapsed": result.elapsed_seconds,
+            "tokens": result.prompt_tokens + result.completion_tokens,
+        }
+    )
+    done = outcome(key, run=state.run, paths=state.paths)
+    links = {"pr": pr_url, "run": run_link(settings, state.run["run_id"])}
+    try:
+        state.status.finish(done, links)
+        if key not in QUIET_OUTCOMES:
+            state.gh.create_comment(
+                state.number,
+                render(
+                    "outcome_comment.md", outcome=done, run=state.run, detail=detail, stats=stats, links=links
+                ),
+            )
+        if done.reaction:
+            state.gh.add_reaction(state.number, done.reaction)
+    except GitHubError as exc:
+        log.warning("outcome_report_failed", error=str(exc))
+    error = None if status == JobStatus.SUCCEEDED else f"{key}: {detail}" if detail else key
+    return JobOutcome(status, pr_url=pr_url, run_id=state.run["run_id"], error=error)
+
+
+def run_link(settings: Settings, run_id: str) -> str | None:
+    """The run's page on this App, when it has a public URL."""
+    return f"{settings.public_url.rstrip('/')}/runs/{run_id}" if settings.public_url else None
+
+
+def resolve_model_config(config: MiniFixAgentConfig, settings: Settings) -> ModelConfig:
+    """The config's model section, with the deployment's model and API base where it names none."""
+    return config.model.model_copy(
+        update={
+            "model_name": config.model.model_name or settings.model,
+            "api_base": config.model.api_base or settings.model_api_base,
+        }
+    )
+
+
+def build_runner(settings: Settings) -> Callable[[Job, threading.Event], JobOutcome]:
+    """The real pipeline: the App, the Docker sandbox, litellm (imported here, never at startup)."""
+    from bot.agent.config import load_config
+    from bot.github import GitHubApp
+
+    app = GitHubApp(settings)
+    api_key = settings.model_api_key.get_secret_value() if settings.model_api_key else None
+
+    def sandbox(config: SandboxConfig, run_id: str) -> Sandbox:
+        from sandbox.docker import DockerSandbox
+
+        return DockerSandbox.start(config, run_id, labels={"mini-fix.run-id": run_id})
+
+    def model(config: ModelConfig) -> Model:
+        from bot.agent.model import LitellmModel
+
+        return LitellmModel(config, api_key=api_key)
+
+    deps = PipelineDeps(settings, app.for_repo, sandbox, model, load_config(settings.agent_config))
+
+    def runner(job: Job, cancel: threading.Event) -> JobOutcome:
+        return run_job(job, cancel, deps)
+
+    return runner

@@ -1,0 +1,122 @@
+"""The pipeline's middle steps: clone on the worker, start the sandbox, run the agent, take the diff."""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections.abc import Callable
+from pathlib import Path
+
+from bot import gitops
+from bot.agent.config import MiniFixAgentConfig
+from bot.agent.loop import Agent, AgentResult, StepEvent
+from bot.agent.model_base import Model
+from bot.gateway import GitHubGateway, RepoInfo
+from bot.jobs import Job
+from bot.trajectory import TrajectoryWriter
+from sandbox.base import EngineUnavailable, ImageMissing, Sandbox, SandboxConfig, SandboxError
+
+CLONE_DEPTH = 50
+_FIXES = re.compile(r"\b(?:fix(?:e[sd])?|close[sd]?|resolve[sd]?)\s+#(\d+)\b", re.IGNORECASE)
+# Most specific first: the first matching class names the outcome.
+SANDBOX_FAILURES: list[tuple[type[SandboxError], str]] = [
+    (ImageMissing, "image_missing"),
+    (EngineUnavailable, "sandbox_unavailable"),
+    (SandboxError, "sandbox_failed"),
+]
+
+
+class RunFailed(Exception):
+    """A step could not go on; `outcome` is a key of prompts/outcomes.yaml, `detail` is safe to show."""
+
+    def __init__(self, outcome: str, detail: str = "") -> None:
+        super().__init__(f"{outcome}: {detail}" if detail else outcome)
+        self.outcome, self.detail = outcome, detail
+
+
+def issue_number(gh: GitHubGateway, job: Job) -> int:
+    """The issue a job is about; a retry asked for on a PR names it in the PR body (`Fixes #N`)."""
+    if not job.extra.get("on_pull_request"):
+        return job.issue
+    match = _FIXES.search(gh.get_pr(job.issue).body)
+    if match is None:
+        raise RunFailed("github_failed", f"pull request #{job.issue} does not say which issue it fixes")
+    return int(match.group(1))
+
+
+def clone(repo: RepoInfo, token: str, dest: Path) -> None:
+    """Clone the default branch into `dest` with the token in a header only."""
+    try:
+        gitops.clone(repo.clone_url, token, dest, branch=repo.default_branch, depth=CLONE_DEPTH)
+    except gitops.GitError as exc:
+        raise RunFailed("clone_failed", str(exc)) from exc
+
+
+def start_sandbox(
+    factory: Callable[[SandboxConfig, str], Sandbox], config: SandboxConfig, run_id: str, checkout: Path
+) -> Sandbox:
+    """Start the run's container and copy the checkout in; sandbox errors become their outcome."""
+    try:
+        sandbox = factory(config, run_id)
+    except SandboxError as exc:
+        raise RunFailed(sandbox_outcome(exc), str(exc)) from exc
+    try:
+        sandbox.copy_in(checkout)
+    except SandboxError as exc:
+        sandbox.close()
+        raise RunFailed(sandbox_outcome(exc), str(exc)) from exc
+    return sandbox
+
+
+def sandbox_outcome(exc: SandboxError) -> str:
+    """The outcome key for a sandbox failure."""
+    return next(key for cls, key in SANDBOX_FAILURES if isinstance(exc, cls))
+
+
+def run_agent(
+    model: Model,
+    sandbox: Sandbox,
+    config: MiniFixAgentConfig,
+    task: str,
+    *,
+    trajectory: TrajectoryWriter,
+    on_step: Callable[[StepEvent], None],
+    cancel: threading.Event,
+) -> AgentResult:
+    """Run the agent; a crash inside it ends the run as `agent_crashed` (its trajectory is already saved)."""
+    agent = Agent(model, sandbox, config, trajectory=trajectory, on_step=on_step, cancel=cancel)
+    try:
+        return agent.run(task, **sandbox.template_vars())
+    except SandboxError as exc:
+        raise RunFailed(sandbox_outcome(exc), str(exc)) from exc
+    except Exception as exc:
+        raise RunFailed("agent_crashed", f"{type(exc).__name__}: {exc}") from exc
+
+
+def take_diff(sandbox: Sandbox) -> str:
+    """The agent's change, as a binary git diff."""
+    try:
+        return sandbox.diff()
+    except SandboxError as exc:
+        raise RunFailed(sandbox_outcome(exc), str(exc)) from exc
+
+
+# How an agent's exit status reads as an outcome; anything else (an exception's name) is a crash.
+EXIT_OUTCOMES = {
+    "LimitsExceeded": "limits",
+    "TimeExceeded": "limits",
+    "TokenLimitExceeded": "limits",
+    "RepeatedFormatError": "format_errors",
+    "ContextWindowExceeded": "context_window",
+    "ModelUnavailable": "model_unavailable",
+    "ModelAuthError": "model_unavailable",
+    "ModelNotFound": "model_unavailable",
+    "ModelBadRequest": "model_unavailable",
+    "Cancelled": "cancelled",
+}
+
+
+def check_submitted(result: AgentResult) -> None:
+    """Raise the run's outcome unless the agent submitted."""
+    if result.exit_status != "Submitted":
+        raise RunFailed(EXIT_OUTCOMES.get(result.exit_status, "agent_crashed"), result.exit_status)
