@@ -88,7 +88,11 @@ class RunnerChannel:
             self._demux(data)
         line = bytes(self._stdout[:end])
         del self._stdout[: end + 1]
-        reply: dict[str, Any] = json.loads(line)
+        try:
+            reply: dict[str, Any] = json.loads(line)
+        except ValueError as exc:  # e.g. the engine's own "exec failed" message when python3 is missing
+            text = line.decode("utf-8", "replace").strip()[:500]
+            raise SandboxError(f"the sandbox runner sent something unexpected: {text}") from exc
         return reply
 
     def _demux(self, data: bytes) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import posixpath
 import tarfile
 import tempfile
 import threading
@@ -137,11 +138,13 @@ class DockerSandbox:
         """Copy a host directory's contents (with .git) into the sandbox, owned by the sandbox user."""
         target = dest or self.config.cwd
         uid, gid = _ids(self.config.user)
+        # Unpacked into the parent under the target's name, so the target directory itself becomes the user's.
+        parent, name = posixpath.split(target.rstrip("/")) if target.strip("/") else ("/", ".")
         with tempfile.TemporaryFile() as archive:
-            _tar_directory(Path(src), archive, uid, gid)
+            _tar_directory(Path(src), name, archive, uid, gid)
             archive.seek(0)
             with translated(self.config.image):
-                if not self.client.api.put_archive(self.container_id, target, archive):
+                if not self.client.api.put_archive(self.container_id, parent or "/", archive):
                     raise SandboxError(f"could not copy {src} into the sandbox at {target}")
         if target == self.config.cwd:
             head = self._run("git rev-parse --verify -q HEAD", 60, target, 1024)
@@ -210,12 +213,12 @@ def _ids(user: str) -> tuple[int, int]:
     return as_int[0], as_int[1]
 
 
-def _tar_directory(src: Path, out: IO[bytes], uid: int, gid: int) -> None:
-    """Write a tar of `src`'s contents (top directory as `.`) with every entry owned by uid:gid."""
+def _tar_directory(src: Path, name: str, out: IO[bytes], uid: int, gid: int) -> None:
+    """Write a tar of `src` (its top directory renamed `name`) with every entry owned by uid:gid."""
 
     def owned(info: tarfile.TarInfo) -> tarfile.TarInfo:
         info.uid, info.gid, info.uname, info.gname = uid, gid, "", ""
         return info
 
     with tarfile.open(fileobj=out, mode="w") as tar:
-        tar.add(str(src), arcname=".", filter=owned)
+        tar.add(str(src), arcname=name, filter=owned)

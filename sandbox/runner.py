@@ -52,11 +52,16 @@ def run(request: dict[str, Any]) -> dict[str, Any]:
     output, truncated, timed_out = collect(proc, float(request["timeout"]), int(request["limit"]))
     return {
         "output": output.decode("utf-8", "surrogateescape"),
-        "returncode": proc.returncode,
+        "returncode": shell_code(proc.returncode),
         "timed_out": timed_out,
         "truncated": truncated,
         "error": "",
     }
+
+
+def shell_code(returncode: int) -> int:
+    """A death by signal N reads 128+N, as a shell (and `docker exec`) reports it."""
+    return 128 - returncode if returncode < 0 else returncode
 
 
 def failed(message: str) -> dict[str, Any]:
