@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-COMMAND_LINE = re.compile(r"^\s*/agent(?:\s+(?P<name>\S+))?(?P<rest>.*)$", re.IGNORECASE)
+COMMAND_LINE = re.compile(r"^\s*/agent(?=\s|$)(?:\s+(?P<name>\S+))?(?P<rest>.*)$", re.IGNORECASE)
 FENCES = ("```", "~~~")
 KNOWN = ("retry", "stop", "help")
 

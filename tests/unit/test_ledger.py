@@ -1,0 +1,181 @@
+"""The SQLite ledger: idempotency, one active job per issue, atomic claims, leases, group commit."""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from bot.jobs import JobKind, JobRequest, JobStatus
+from bot.ledger_sqlite import SqliteLedger
+from bot.ledger_writer import GroupCommitWriter
+from bot.webhooks.decision import InstallationChange
+
+
+def request(issue: int = 1, delivery: str = "d-1", **kwargs: object) -> JobRequest:
+    return JobRequest(JobKind.FIX, 77, "octo/widgets", issue, "alice", delivery, **kwargs)  # type: ignore[arg-type]
+
+
+def test_submit_is_idempotent_on_delivery_id(ledger: SqliteLedger) -> None:
+    first = ledger.submit(request())
+    again = ledger.submit(request())
+    assert first.created and not again.created
+    assert again.job.id == first.job.id
+    assert [j.id for j in ledger.list()] == [first.job.id]
+
+
+def test_rows_survive_a_reopen(ledger: SqliteLedger, tmp_path: Path) -> None:
+    job = ledger.submit(request(guidance="be brief", comment_id=5, extra={"k": 1})).job
+    ledger.close()
+    reopened = SqliteLedger(tmp_path / "mini-fix.db")
+    try:
+        assert reopened.get(job.id) == job
+    finally:
+        reopened.close()
+
+
+def test_new_trigger_supersedes_queued_and_cancels_running(ledger: SqliteLedger) -> None:
+    queued = ledger.submit(request(delivery="a")).job
+    second = ledger.submit(request(delivery="b"))
+    assert [j.id for j in second.superseded] == [queued.id] and second.cancelled == []
+    assert ledger.claim(second.job.id, "w1", 60) is not None
+    third = ledger.submit(request(delivery="c"))
+    assert [j.id for j in third.cancelled] == [second.job.id]
+    assert ledger.is_cancelled(second.job.id)
+    assert not ledger.renew(second.job.id, "w1", 60)  # the worker learns it must stop
+    assert ledger.finish(second.job.id, "w1", JobStatus.FAILED, error="stopped")
+    statuses = {j.id: j.status for j in ledger.list()}
+    assert statuses == {
+        queued.id: JobStatus.SUPERSEDED,
+        second.job.id: JobStatus.CANCELLED,
+        third.job.id: JobStatus.QUEUED,
+    }
+
+
+def test_other_issues_are_untouched(ledger: SqliteLedger) -> None:
+    one = ledger.submit(request(issue=1, delivery="a")).job
+    two = ledger.submit(request(issue=2, delivery="b"))
+    assert two.superseded == [] and ledger.get(one.id).status == JobStatus.QUEUED  # type: ignore[union-attr]
+
+
+def test_claim_is_atomic_across_threads_and_connections(ledger: SqliteLedger, tmp_path: Path) -> None:
+    job = ledger.submit(request()).job
+    other = SqliteLedger(tmp_path / "mini-fix.db")  # a second process's view of the same file
+    winners: list[str] = []
+    barrier = threading.Barrier(8)
+
+    def race(n: int) -> None:
+        barrier.wait()
+        if (other if n % 2 else ledger).claim(job.id, f"w{n}", 60) is not None:
+            winners.append(f"w{n}")
+
+    threads = [threading.Thread(target=race, args=(n,)) for n in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    other.close()
+    assert len(winners) == 1
+    claimed = ledger.get(job.id)
+    assert claimed is not None and claimed.worker_id == winners[0] and claimed.attempts == 1
+
+
+def test_expired_lease_can_be_claimed_again(ledger: SqliteLedger) -> None:
+    job = ledger.submit(request()).job
+    assert ledger.claim(job.id, "dead", -1) is not None  # a lease that has already run out
+    assert [j.id for j in ledger.expired(time.time())] == [job.id]
+    again = ledger.claim(job.id, "alive", 60)
+    assert again is not None and again.attempts == 2 and again.worker_id == "alive"
+    assert ledger.claim(job.id, "third", 60) is None
+    assert not ledger.renew(job.id, "dead", 60)
+    assert not ledger.finish(job.id, "dead", JobStatus.SUCCEEDED)
+
+
+def test_requeue_gives_the_attempt_back(ledger: SqliteLedger) -> None:
+    job = ledger.submit(request()).job
+    ledger.claim(job.id, "w", 60)
+    assert ledger.requeue(job.id, "w")
+    back = ledger.get(job.id)
+    assert back is not None and back.status == JobStatus.QUEUED and back.attempts == 0
+    assert ledger.queued_ids() == [job.id]
+
+
+def test_finish_records_the_outcome(ledger: SqliteLedger) -> None:
+    job = ledger.submit(request()).job
+    ledger.claim(job.id, "w", 60)
+    url = "https://github.com/octo/widgets/pull/12"
+    assert ledger.finish(job.id, "w", JobStatus.SUCCEEDED, pr_url=url, run_id="r1")
+    done = ledger.get(job.id)
+    assert done is not None and (done.status, done.pr_url, done.run_id) == (JobStatus.SUCCEEDED, url, "r1")
+
+
+def test_retry_on_our_pull_request_maps_to_its_issue(ledger: SqliteLedger) -> None:
+    job = ledger.submit(request(issue=5)).job
+    ledger.claim(job.id, "w", 60)
+    ledger.finish(job.id, "w", JobStatus.SUCCEEDED, pr_url="https://github.com/octo/widgets/pull/12")
+    retry = ledger.submit(request(issue=12, delivery="r", extra={"on_pull_request": True})).job
+    assert retry.issue == 5 and retry.extra == {"on_pull_request": False, "pull_request": 12}
+    unknown = ledger.submit(request(issue=99, delivery="u", extra={"on_pull_request": True})).job
+    assert unknown.issue == 99 and unknown.extra == {"on_pull_request": True}
+    assert [j.id for j in ledger.cancel("octo/widgets", 12, "stop", on_pull_request=True)] == [retry.id]
+
+
+def test_installations_are_recorded(ledger: SqliteLedger) -> None:
+    ledger.record_installation(InstallationChange(77, "created", "octo", ("octo/a", "octo/b")))
+    ledger.record_installation(InstallationChange(77, "added", "", ("octo/c",), ("octo/a",)))
+    job = ledger.submit(request()).job
+    assert [j.id for j in ledger.record_installation(InstallationChange(77, "suspend", "octo"))] == [job.id]
+    assert ledger.installation(77) == {
+        "account": "octo",
+        "suspended": True,
+        "repositories": ["octo/b", "octo/c"],
+    }
+    ledger.record_installation(InstallationChange(77, "deleted", "octo"))
+    assert ledger.installation(77) is None
+
+
+def test_concurrent_submits_are_all_committed(ledger: SqliteLedger) -> None:
+    futures = []
+    lock = threading.Lock()
+
+    def send(n: int) -> None:
+        for i in range(25):
+            future = ledger.submit_nowait(request(issue=n * 100 + i, delivery=f"{n}-{i}"))
+            with lock:
+                futures.append(future)
+
+    threads = [threading.Thread(target=send, args=(n,)) for n in range(16)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    results = [f.result(timeout=30) for f in futures]
+    assert all(r.created for r in results)
+    assert len({r.job.id for r in results}) == 400 == len(ledger.list(limit=1000))
+
+
+def test_a_failing_write_does_not_sink_its_batch(tmp_path: Path) -> None:
+    def connect() -> sqlite3.Connection:
+        return sqlite3.connect(tmp_path / "w.db", isolation_level=None, check_same_thread=False)
+
+    with connect() as conn:
+        conn.execute("CREATE TABLE t (v INTEGER UNIQUE)")
+    writer = GroupCommitWriter(connect)
+    futures = [
+        writer.submit(lambda c, v=v: c.execute("INSERT INTO t VALUES (?)", (v,)).rowcount) for v in (1, 1, 2)
+    ]
+    assert futures[0].result() == 1 and futures[2].result() == 1
+    with pytest.raises(sqlite3.IntegrityError):
+        futures[1].result()
+    writer.close()
+    with pytest.raises(RuntimeError, match="closed"):
+        writer.submit(lambda c: None)
+    assert [r[0] for r in connect().execute("SELECT v FROM t ORDER BY v")] == [1, 2]
+
+
+def test_submit_needs_a_delivery_id(ledger: SqliteLedger) -> None:
+    with pytest.raises(ValueError, match="delivery id"):
+        ledger.submit(request(delivery=""))
