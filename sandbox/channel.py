@@ -11,7 +11,7 @@ from typing import Any
 
 from sandbox.base import SandboxError
 
-RUNNER_SOURCE = (Path(__file__).with_name("runner.py")).read_bytes()
+RUNNER_PATH = Path(__file__).with_name("runner.py")
 # Reads the runner's source from stdin, so the image needs python3 but no file of ours.
 BOOTSTRAP = (
     "import sys;n=int(sys.stdin.buffer.readline());"
@@ -47,7 +47,8 @@ class RunnerChannel:
         wrapper = api.exec_start(exec_id, socket=True)
         channel = cls(getattr(wrapper, "_sock", wrapper), wrapper)
         try:
-            channel._send(b"%d\n" % len(RUNNER_SOURCE) + RUNNER_SOURCE)
+            source = RUNNER_PATH.read_bytes()
+            channel._send(b"%d\n" % len(source) + source)
             hello = channel._receive(STARTUP_SECONDS)
         except SandboxError as exc:
             channel.close()
