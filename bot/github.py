@@ -87,9 +87,9 @@ class GitHubApp:
         """A gateway for one repository (`owner/name`) with a token narrowed to it."""
         owner, name = repo.split("/", 1)
         auth = self._auth.as_installation(installation_id, repositories=[name], permissions=JOB_PERMISSIONS)
-        return RepoGateway(
-            self._client(auth), owner, name, lambda: self.mint_token(installation_id, name), self.bot_identity
-        )
+        client = self._client(auth)
+        mint, identity = (lambda: self.mint_token(installation_id, name)), (lambda: self.bot_identity(client))
+        return RepoGateway(client, owner, name, mint, identity)
 
     def mint_token(self, installation_id: int, name: str) -> str:
         """A new installation token for git, outside githubkit's cache, narrowed to one repository."""
@@ -98,13 +98,13 @@ class GitHubApp:
             resp = self._app.request("POST", f"/app/installations/{installation_id}/access_tokens", json=body)
         return str(resp.json()["token"])
 
-    def bot_identity(self) -> BotIdentity:
-        """`<slug>[bot]` and its noreply email, looked up once."""
+    def bot_identity(self, installation: GitHub[Any]) -> BotIdentity:
+        """`<slug>[bot]` and its noreply email, looked up once (/users needs an installation token)."""
         if self._identity is None:
             with _translated("reading the App's identity"):
                 slug = str(self._app.request("GET", "/app").json()["slug"])
                 login = f"{slug}[bot]"
-                user_id = self._app.request("GET", f"/users/{login}").json()["id"]
+                user_id = installation.request("GET", f"/users/{login}").json()["id"]
             self._identity = BotIdentity(login, f"{user_id}+{login}@users.noreply.github.com")
         return self._identity
 

@@ -1,0 +1,236 @@
+"""FakeGitHub: the REST subset mini-fix uses, plus git smart HTTP (`git http-backend`), on 127.0.0.1.
+
+State lives in plain dicts and lists that tests seed and inspect. REST calls must carry a token this fake
+minted for the repository they touch (or the App's JWT for /app routes); git calls must carry
+`x-access-token:<token>` as HTTP Basic auth, so a clone without the header, or with a made-up token,
+fails like it would on GitHub.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import secrets
+import shutil
+import subprocess
+import tempfile
+import threading
+from http.server import ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import jwt
+from cryptography.hazmat.primitives.asymmetric import rsa
+from cryptography.hazmat.primitives.serialization import Encoding, NoEncryption, PrivateFormat
+
+from tests.support.fake_github_http import GitHubHandler as _Handler
+
+APP_SLUG = "mini-fix-test"
+BOT_ID = 4242
+LEGACY = {"admin": "admin", "maintain": "write", "write": "write", "triage": "read", "read": "read"}
+
+
+class FakeGitHub:
+    """A fake GitHub for one test: `start()` returns the base URL for MINIFIX_GITHUB_API_URL."""
+
+    def __init__(self, app_id: int = 1234) -> None:
+        self.app_id = app_id
+        self.root = Path(tempfile.mkdtemp(prefix="fake-github-"))
+        self.repos: dict[str, dict[str, Any]] = {}
+        self.issues: dict[tuple[str, int], dict[str, Any]] = {}
+        self.comments: list[dict[str, Any]] = []
+        self.reactions: list[dict[str, Any]] = []
+        self.pulls: list[dict[str, Any]] = []
+        self.permissions: dict[str, str] = {}
+        self.tokens: dict[str, dict[str, Any]] = {}  # token -> {installation, repositories, permissions}
+        self.requests: list[tuple[str, str]] = []  # (method, path) of every request
+        self.git_requests: list[tuple[str, int]] = []  # (path, status) of every git request
+        self.lock = threading.Lock()
+        self._server: ThreadingHTTPServer | None = None
+        self.base_url = ""
+
+    # -- lifecycle --------------------
+    def start(self) -> str:
+        """Serve on a free port of 127.0.0.1; return the base URL."""
+        fake = self
+
+        class Handler(_Handler):
+            github = fake
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.base_url = f"http://127.0.0.1:{self._server.server_address[1]}"
+        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+        return self.base_url
+
+    def stop(self) -> None:
+        """Stop serving and remove the bare repositories."""
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+        shutil.rmtree(self.root, ignore_errors=True)
+
+    # -- seeding --------------------
+    def add_repo(
+        self,
+        owner: str,
+        name: str,
+        files: dict[str, str],
+        default_branch: str = "main",
+        *,
+        private: bool = False,
+        drafts: bool = True,
+    ) -> dict[str, Any]:
+        """A repository with one commit holding `files` on `default_branch`."""
+        full = f"{owner}/{name}"
+        bare = self.root / owner / f"{name}.git"
+        work = self.root / "_work" / full
+        work.mkdir(parents=True)
+        for path, text in files.items():
+            (work / path).parent.mkdir(parents=True, exist_ok=True)
+            (work / path).write_text(text)
+        _run(["git", "init", "-q", "--bare", "-b", default_branch, str(bare)])
+        _run(["git", "-C", str(bare), "config", "http.receivepack", "true"])
+        _run(["git", "init", "-q", "-b", default_branch, str(work)])
+        _run(["git", "-C", str(work), "add", "-A"])
+        _run(
+            [
+                "git",
+                "-C",
+                str(work),
+                "-c",
+                "user.name=Seed",
+                "-c",
+                "user.email=seed@example.com",
+                "commit",
+                "-qm",
+                "Initial commit",
+            ]
+        )
+        _run(["git", "-C", str(work), "push", "-q", str(bare), f"HEAD:refs/heads/{default_branch}"])
+        self.repos[full] = {
+            "id": len(self.repos) + 1,
+            "name": name,
+            "full_name": full,
+            "owner": owner,
+            "default_branch": default_branch,
+            "private": private,
+            "drafts": drafts,
+            "bare": bare,
+            "next_number": 1,
+        }
+        return self.repos[full]
+
+    def add_issue(
+        self, repo: str, title: str, body: str = "", author: str = "alice", labels: list[str] | None = None
+    ) -> int:
+        """An open issue; returns its number."""
+        number = self._next_number(repo)
+        self.issues[(repo, number)] = {
+            "number": number,
+            "title": title,
+            "body": body,
+            "state": "open",
+            "user": {"login": author, "type": "User"},
+            "labels": [{"name": n} for n in labels or []],
+        }
+        return number
+
+    def add_comment(self, repo: str, issue: int, body: str, author: str) -> int:
+        """A comment by a user; returns its id."""
+        return self._comment(repo, issue, body, author)
+
+    def set_permission(self, user: str, role: str) -> None:
+        """A collaborator's role: admin, maintain, write, triage, read (or none to remove)."""
+        self.permissions[user] = role
+
+    # -- inspection --------------------
+    def branch_head(self, repo: str, branch: str) -> str | None:
+        """The commit a branch points at, or None."""
+        proc = subprocess.run(
+            [
+                "git",
+                "--git-dir",
+                str(self.repos[repo]["bare"]),
+                "rev-parse",
+                "--verify",
+                "-q",
+                f"refs/heads/{branch}",
+            ],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        return proc.stdout.strip() or None
+
+    def show(self, repo: str, rev: str, path: str) -> str:
+        """A file's content at a revision of the bare repository."""
+        return _run(["git", "--git-dir", str(self.repos[repo]["bare"]), "show", f"{rev}:{path}"])
+
+    def comments_on(self, repo: str, issue: int) -> list[dict[str, Any]]:
+        """Comments on one issue or PR, oldest first."""
+        return [c for c in self.comments if c["repo"] == repo and c["issue"] == issue]
+
+    # -- internals --------------------
+    def _next_number(self, repo: str) -> int:
+        with self.lock:
+            number: int = self.repos[repo]["next_number"]
+            self.repos[repo]["next_number"] += 1
+        return number
+
+    def _comment(self, repo: str, issue: int, body: str, author: str) -> int:
+        with self.lock:
+            cid = 1000 + len(self.comments)
+            self.comments.append(
+                {
+                    "id": cid,
+                    "repo": repo,
+                    "issue": issue,
+                    "body": body,
+                    "user": {"login": author},
+                    "created_at": f"2024-01-01T00:{len(self.comments):02d}:00Z",
+                }
+            )
+        return cid
+
+    def mint(self, installation: int, body: dict[str, Any]) -> dict[str, Any]:
+        """A new installation token for the requested repositories and permissions."""
+        token = "ghs_" + secrets.token_hex(16)
+        self.tokens[token] = {
+            "installation": installation,
+            "repositories": body.get("repositories"),
+            "permissions": body.get("permissions") or {},
+        }
+        return {
+            "token": token,
+            "expires_at": "2099-01-01T00:00:00Z",
+            "permissions": body.get("permissions") or {},
+        }
+
+    def token_allows(self, token: str, repo: str) -> bool:
+        """Whether a token was minted here and covers `repo` (None = all repositories)."""
+        grant = self.tokens.get(token)
+        if grant is None:
+            return False
+        names = grant["repositories"]
+        return names is None or repo.split("/", 1)[1] in names
+
+    def check_jwt(self, token: str) -> bool:
+        """A JWT whose issuer is this App (the signature is not checked: tests generate throwaway keys)."""
+        try:
+            claims = jwt.decode(token, options={"verify_signature": False})
+        except jwt.PyJWTError:
+            return False
+        return str(claims.get("iss")) == str(self.app_id)
+
+
+@functools.cache
+def throwaway_key() -> str:
+    """An RSA private key (PEM) for the App's JWT; the fake does not check signatures."""
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    pem = key.private_bytes(Encoding.PEM, PrivateFormat.PKCS8, NoEncryption())
+    return pem.decode()
+
+
+def _run(cmd: list[str]) -> str:
+    env = {**os.environ, "GIT_CONFIG_NOSYSTEM": "1"}
+    return subprocess.run(cmd, capture_output=True, text=True, check=True, env=env).stdout

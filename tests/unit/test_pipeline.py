@@ -1,0 +1,207 @@
+"""The pipeline against the fake GitHub (real HTTP, real git), a host-side sandbox and a scripted model."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bot.agent.config import load_config
+from bot.agent.errors import ModelUnavailable
+from bot.github import GitHubApp
+from bot.jobs import Job, JobKind, JobStatus
+from bot.pipeline import PipelineDeps, run_job
+from bot.settings import Settings
+from sandbox.base import EngineUnavailable, ImageMissing, Sandbox, SandboxConfig
+from tests.support.fake_github import FakeGitHub, throwaway_key
+from tests.support.fake_sandbox import FakeSandbox
+from tests.support.scripted_model import ScriptedModel, bash
+
+REPO = "acme/widgets"
+SUBMIT = "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"
+FIX = bash("printf 'def add(a, b):\\n    return a + b\\n' > calc.py")
+
+
+@pytest.fixture
+def github() -> Iterator[FakeGitHub]:
+    fake = FakeGitHub()
+    fake.start()
+    fake.add_repo("acme", "widgets", {"calc.py": "def add(a, b):\n    return a - b\n"})
+    fake.set_permission("alice", "write")
+    yield fake
+    fake.stop()
+
+
+class World:
+    """One test's collaborators: the fake GitHub, the settings, the scripted model, the sandboxes made."""
+
+    def __init__(self, github: FakeGitHub, tmp_path: Path, replies: list[Any]) -> None:
+        self.github = github
+        self.settings = Settings(
+            app_id=github.app_id,
+            private_key=throwaway_key(),
+            github_api_url=github.base_url,
+            data_dir=tmp_path / "data",
+            model="scripted/test",
+        )
+        self.model = ScriptedModel(replies)
+        self.sandboxes: list[FakeSandbox] = []
+        self.sandbox_error: Exception | None = None
+        self.workdir = tmp_path / "work"
+        self.workdir.mkdir()
+        self.issue = github.add_issue(REPO, "add() subtracts", "calc.add(2, 2) returns 0", author="alice")
+
+    def sandbox(self, config: SandboxConfig, run_id: str) -> Sandbox:
+        if self.sandbox_error:
+            raise self.sandbox_error
+        box = FakeSandbox()
+        self.sandboxes.append(box)
+        return box
+
+    def run(self, requester: str = "alice", cancel: threading.Event | None = None, **job: Any) -> Any:
+        deps = PipelineDeps(
+            self.settings,
+            GitHubApp(self.settings).for_repo,
+            self.sandbox,
+            lambda _: self.model,
+            load_config(),
+            workdir=self.workdir,
+        )
+        fields = {
+            "id": "job1",
+            "kind": JobKind.FIX,
+            "installation_id": 7,
+            "repo": REPO,
+            "issue": self.issue,
+            "requester": requester,
+            "delivery_id": "d1",
+            **job,
+        }
+        return run_job(Job(**fields), cancel or threading.Event(), deps)
+
+    def issue_comments(self) -> list[str]:
+        return [c["body"] for c in self.github.comments_on(REPO, self.issue)]
+
+    def reactions(self) -> list[str]:
+        return [r["content"] for r in self.github.reactions if r["comment_id"] is None]
+
+
+def test_success_opens_a_draft_pr_with_the_change_and_the_trajectory(
+    github: FakeGitHub, tmp_path: Path
+) -> None:
+    world = World(github, tmp_path, [FIX, bash(SUBMIT)])
+    outcome = world.run()
+    assert outcome.status == JobStatus.SUCCEEDED, outcome.error
+    [pr] = github.pulls
+    assert pr["draft"] and pr["body"].startswith(f"Fixes #{world.issue}") and pr["title"] == "add() subtracts"
+    assert outcome.pr_url == pr["html_url"]
+    head = github.branch_head(REPO, f"mini-fix/issue-{world.issue}")
+    assert head and "return a + b" in github.show(REPO, head, "calc.py")
+    assert "mini-fix trajectory" in github.comments_on(REPO, pr["number"])[0]["body"]
+    status = world.issue_comments()[0]
+    assert "opened a pull request" in status and pr["html_url"] in status
+    assert world.reactions() == ["eyes", "rocket"]
+    assert list(world.workdir.iterdir()) == [] and world.sandboxes[0].closed
+    assert (world.settings.data_dir / "runs" / outcome.run_id / "trajectory.json").exists()
+
+
+def test_a_second_run_updates_the_same_pr(github: FakeGitHub, tmp_path: Path) -> None:
+    world = World(github, tmp_path, [FIX, bash(SUBMIT), bash("echo '# v2' >> calc.py"), bash(SUBMIT)])
+    first = world.run()
+    second = world.run(kind=JobKind.RETRY, guidance="also add a comment")
+    assert first.status == second.status == JobStatus.SUCCEEDED
+    assert len(github.pulls) == 1 and second.pr_url == first.pr_url
+    head = github.branch_head(REPO, f"mini-fix/issue-{world.issue}")
+    assert head and "# v2" in github.show(REPO, head, "calc.py")
+    assert "also add a comment" in world.model.requests[2][1]["content"]
+
+
+def test_requester_without_write_access_is_denied_with_one_comment(
+    github: FakeGitHub, tmp_path: Path
+) -> None:
+    github.set_permission("mallory", "triage")
+    world = World(github, tmp_path, [])
+    outcome = world.run(requester="mallory")
+    assert outcome.status == JobStatus.DENIED
+    [comment] = world.issue_comments()
+    assert "@mallory" in comment and "write" in comment
+    assert github.git_requests == [] and world.sandboxes == []
+
+
+def test_empty_diff_ends_with_a_comment(github: FakeGitHub, tmp_path: Path) -> None:
+    world = World(github, tmp_path, [bash(SUBMIT)])
+    outcome = world.run()
+    assert outcome.status == JobStatus.FAILED and outcome.error == "empty_diff"
+    assert "made no changes" in world.issue_comments()[-1] and "/agent retry" in world.issue_comments()[-1]
+    assert github.pulls == [] and world.reactions()[-1] == "confused"
+    assert list(world.workdir.iterdir()) == []
+
+
+def test_workflow_changes_are_not_pushed(github: FakeGitHub, tmp_path: Path) -> None:
+    world = World(
+        github,
+        tmp_path,
+        [bash("mkdir -p .github/workflows && echo x > .github/workflows/ci.yml"), bash(SUBMIT)],
+    )
+    outcome = world.run()
+    assert outcome.status == JobStatus.FAILED and outcome.error and "protected_paths" in outcome.error
+    assert github.branch_head(REPO, f"mini-fix/issue-{world.issue}") is None and github.pulls == []
+    assert (
+        "<code>.github/workflows/ci.yml</code>" in world.issue_comments()[-1]
+        and "workflows" in world.issue_comments()[-1]
+    )
+
+
+def test_unreachable_model_ends_with_a_comment(github: FakeGitHub, tmp_path: Path) -> None:
+    world = World(github, tmp_path, [ModelUnavailable("connection refused")])
+    outcome = world.run()
+    assert (
+        outcome.status == JobStatus.FAILED and outcome.error and outcome.error.startswith("model_unavailable")
+    )
+    assert "could not be reached" in world.issue_comments()[-1]
+    assert list(world.workdir.iterdir()) == [] and world.sandboxes[0].closed
+
+
+@pytest.mark.parametrize(
+    ("error", "says"),
+    [(EngineUnavailable("no docker"), "no sandbox engine"), (ImageMissing("no image"), "image is missing")],
+)
+def test_sandbox_start_failure_ends_with_a_comment(
+    github: FakeGitHub, tmp_path: Path, error: Exception, says: str
+) -> None:
+    world = World(github, tmp_path, [])
+    world.sandbox_error = error
+    outcome = world.run()
+    assert outcome.status == JobStatus.FAILED
+    assert says in world.issue_comments()[-1] and list(world.workdir.iterdir()) == []
+
+
+def test_clone_failure_ends_with_a_comment(github: FakeGitHub, tmp_path: Path) -> None:
+    world = World(github, tmp_path, [])
+    github.repos[REPO]["bare"].rename(github.root / "moved.git")
+    outcome = world.run()
+    assert outcome.error and outcome.error.startswith("clone_failed")
+    assert "could not be cloned" in world.issue_comments()[-1]
+    assert "ghs_" not in world.issue_comments()[-1] and list(world.workdir.iterdir()) == []
+
+
+def test_cancel_stops_and_says_so(github: FakeGitHub, tmp_path: Path) -> None:
+    cancel = threading.Event()
+    cancel.set()
+    world = World(github, tmp_path, [FIX, bash(SUBMIT)])
+    outcome = world.run(cancel=cancel)
+    assert outcome.status == JobStatus.CANCELLED
+    assert "stopped" in world.issue_comments()[0] and github.pulls == []
+
+
+def test_retry_from_a_pr_finds_its_issue(github: FakeGitHub, tmp_path: Path) -> None:
+    world = World(github, tmp_path, [FIX, bash(SUBMIT), bash("echo '# again' >> calc.py"), bash(SUBMIT)])
+    world.run()
+    pr = github.pulls[0]["number"]
+    comment = github.add_comment(REPO, pr, "/agent retry please", "alice")
+    outcome = world.run(kind=JobKind.RETRY, issue=pr, comment_id=comment, extra={"on_pull_request": True})
+    assert outcome.status == JobStatus.SUCCEEDED and len(github.pulls) == 1
+    assert any(r["comment_id"] == comment and r["content"] == "eyes" for r in github.reactions)
