@@ -28,11 +28,10 @@ def main() -> None:
     reply(out, {"ready": True, "pid": os.getpid()})
     for line in sys.stdin.buffer:
         try:
-            request = json.loads(line)
-        except ValueError as exc:
-            reply(out, failed(f"bad request: {exc}"))
-            continue
-        reply(out, run(request))
+            answer = run(json.loads(line))
+        except Exception as exc:  # one bad request must not take the runner down with it
+            answer = failed(f"bad request: {exc!r}")
+        reply(out, answer)
 
 
 def reply(out: IO[bytes], message: dict[str, Any]) -> None:
@@ -47,7 +46,7 @@ def run(request: dict[str, Any]) -> dict[str, Any]:
     env.update(request.get("env") or {})
     try:
         proc = spawn(request["command"], request["cwd"], env)
-    except OSError as exc:
+    except (OSError, ValueError) as exc:  # e.g. a missing cwd, or a NUL byte in the command
         return failed(f"could not start the command: {exc}")
     output, truncated, timed_out = collect(proc, float(request["timeout"]), int(request["limit"]))
     return {

@@ -14,7 +14,7 @@ die() { echo "ensure-docker: error: $*" >&2; exit 1; }
 
 install_packages() {
     local missing=()
-    command -v dockerd >/dev/null 2>&1 || missing+=(docker.io)
+    command -v dockerd >/dev/null 2>&1 && command -v docker >/dev/null 2>&1 || missing+=(docker.io)
     command -v debootstrap >/dev/null 2>&1 || missing+=(debootstrap)
     if [ ${#missing[@]} -eq 0 ]; then
         say "docker.io and debootstrap already installed"
@@ -32,6 +32,11 @@ start_engine() {
         return
     fi
     [ "$(id -u)" -eq 0 ] || die "no Docker engine answers and starting dockerd needs root"
+    local pidfile=/var/run/docker.pid
+    if [ -f "$pidfile" ] && ! kill -0 "$(cat "$pidfile")" 2>/dev/null; then
+        say "removing stale $pidfile"
+        rm -f "$pidfile"
+    fi
     say "starting dockerd (log: $dockerd_log)"
     nohup dockerd >"$dockerd_log" 2>&1 &
     local waited=0

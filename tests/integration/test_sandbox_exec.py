@@ -62,6 +62,15 @@ def test_bytes_that_are_not_utf8_do_not_break_the_output(sandbox: DockerSandbox)
     assert result.output == "ok \ufffd\ufffd end\n"
 
 
+def test_a_command_that_cannot_start_is_reported_and_the_sandbox_goes_on(sandbox: DockerSandbox) -> None:
+    missing_cwd = sandbox.execute("true", cwd="/no/such/dir")
+    assert missing_cwd.returncode == -1
+    assert "/no/such/dir" in missing_cwd.exception_info
+    assert sandbox.execute("echo a\0b").returncode == -1
+    result = sandbox.execute('echo "$HOME"; echo "$PAGER"')
+    assert result.output == "/home/agent\ncat\n"
+
+
 def test_a_dead_runner_is_an_error_not_a_hang(sandbox: DockerSandbox) -> None:
     with pytest.raises(SandboxError, match="runner stopped"):
         sandbox.execute("kill -9 $PPID; sleep 5")
