@@ -34,8 +34,7 @@ class TrajectoryWriter:
         self, path: Path, *, secrets: Sequence[str] = (), mini_fix: dict[str, Any] | None = None
     ) -> None:
         self.path = path
-        # Longest first, so a secret that contains another is replaced whole.
-        self.secrets = sorted({s for s in secrets if s}, key=len, reverse=True)
+        self.secrets = list(secrets)
         self.mini_fix = dict(mini_fix or {})
         self.started_at = _now()
 
@@ -84,14 +83,19 @@ class TrajectoryWriter:
 
 def redact(value: Any, secrets: Sequence[str]) -> Any:
     """A copy of `value` with every secret replaced by `***` in every string, dict keys included."""
+    # Longest first, so a secret that contains another is replaced whole.
+    return _redact(value, sorted({s for s in secrets if s}, key=len, reverse=True))
+
+
+def _redact(value: Any, secrets: list[str]) -> Any:
     if isinstance(value, str):
         for secret in secrets:
             value = value.replace(secret, REDACTED)
         return value
     if isinstance(value, dict):
-        return {redact(k, secrets): redact(v, secrets) for k, v in value.items()}
+        return {_redact(k, secrets): _redact(v, secrets) for k, v in value.items()}
     if isinstance(value, list | tuple):
-        return [redact(v, secrets) for v in value]
+        return [_redact(v, secrets) for v in value]
     return value
 
 

@@ -1,0 +1,81 @@
+"""FakeSandbox: the Sandbox protocol on the host, in a scratch directory, for tests without Docker.
+
+Each action runs in a fresh `bash -c` with a clean environment (nothing from the host's), so tests see real
+output and return codes; `results` scripts exact commands instead (e.g. a timeout, as Docker reports it).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from sandbox.base import ExecResult
+
+PLATFORM = {"system": "Linux", "release": "6.1.0-fake", "version": "#1 SMP", "machine": "x86_64"}
+
+
+class FakeSandbox:
+    """Runs actions with the host's bash in `workdir`; records every command in `.commands`."""
+
+    def __init__(
+        self,
+        workdir: Path | None = None,
+        *,
+        results: Mapping[str, ExecResult] | None = None,
+        env: Mapping[str, str] | None = None,
+        timeout: float = 10.0,
+    ) -> None:
+        self.workdir = workdir or Path(tempfile.mkdtemp(prefix="fake-sandbox-"))
+        self.results = dict(results or {})
+        self.env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": str(self.workdir), **(env or {})}
+        self.timeout = timeout
+        self.commands: list[str] = []
+        self.closed = False
+
+    def execute(self, command: str, *, timeout: float | None = None, cwd: str | None = None) -> ExecResult:
+        """Run `command` (or return its scripted result); a timeout is reported, not raised."""
+        self.commands.append(command)
+        if command in self.results:
+            return self.results[command]
+        limit = timeout or self.timeout
+        proc = subprocess.Popen(
+            ["bash", "-c", command],
+            cwd=cwd or self.workdir,
+            env=self.env,
+            text=True,
+            errors="replace",
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        try:
+            output, _ = proc.communicate(timeout=limit)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            output, _ = proc.communicate()
+            return ExecResult(output, -1, f"The command timed out after {limit:g} seconds and was killed.")
+        return ExecResult(output, proc.returncode)
+
+    def copy_in(self, src: Path, dest: str | None = None) -> None:
+        """Copy a directory's contents into the working directory (or `dest`)."""
+        shutil.copytree(src, Path(dest) if dest else self.workdir, dirs_exist_ok=True)
+
+    def diff(self) -> str:
+        """`git add -A && git diff --cached --binary` in the working directory."""
+        return self.execute("git add -A && git diff --cached --binary").output
+
+    def template_vars(self) -> dict[str, Any]:
+        """Fixed platform values, so prompts are the same on every machine."""
+        return {**PLATFORM, "cwd": str(self.workdir)}
+
+    def close(self) -> None:
+        """Remove the scratch directory. Idempotent."""
+        if not self.closed:
+            shutil.rmtree(self.workdir, ignore_errors=True)
+            self.closed = True
