@@ -1,0 +1,111 @@
+"""What mini-fix writes on GitHub: the trajectory comment's size budget, the outcome table, the templates."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import yaml
+
+from bot.render import PROMPTS_DIR, diffstat, fence, nomention, outcome, render
+from bot.transcript import elide_middle, render_trajectory, steps_from_messages
+
+RUN = {"run_id": "r1", "model": "m", "requester": "alice", "retry": False, "exit_status": "Submitted"}
+
+
+def _messages(steps: int, output_size: int) -> list[dict[str, Any]]:
+    messages: list[dict[str, Any]] = [{"role": "system", "content": "s"}, {"role": "user", "content": "task"}]
+    for n in range(steps):
+        command = f"grep -rn 'needle_{n}' src/ | head -n {n}"
+        messages.append(
+            {
+                "role": "assistant",
+                "content": f"THOUGHT: step {n}\n\n```mswea_bash_command\n{command}\n```",
+                "extra": {"actions": [{"command": command}]},
+            }
+        )
+        output = f"start-{n} " + "o" * output_size + f" end-{n}"
+        messages.append(
+            {
+                "role": "user",
+                "content": f"<returncode>0</returncode>\n<output>\n{output}</output>",
+                "extra": {"raw_output": output, "returncode": 0},
+            }
+        )
+    messages.append({"role": "exit", "content": "", "extra": {"exit_status": "Submitted", "submission": ""}})
+    return messages
+
+
+def test_250_steps_of_100kb_fit_in_one_comment_with_every_command() -> None:
+    steps = steps_from_messages(_messages(250, 100_000))
+    body = render_trajectory(steps, run=RUN, exit_status="Submitted", run_link="https://x/runs/r1")
+    assert len(body) <= 65_536
+    for n in range(250):
+        assert f"grep -rn 'needle_{n}' src/ | head -n {n}" in body
+    assert "omitted" in body and "Full trajectory: https://x/runs/r1" in body
+    assert body.count("<details") == body.count("</details>")
+
+
+def test_a_few_long_outputs_keep_their_ends() -> None:
+    body = render_trajectory(
+        steps_from_messages(_messages(5, 100_000)), run=RUN, exit_status="Submitted", run_link=None
+    )
+    assert len(body) <= 65_536
+    assert all(f"start-{n}" in body and f"end-{n}" in body for n in range(5))
+    assert "characters elided" in body and "runs/r1/trajectory.json" in body
+
+
+def test_short_trajectory_is_shown_whole() -> None:
+    body = render_trajectory(
+        steps_from_messages(_messages(3, 50)), run=RUN, exit_status="Submitted", run_link=None
+    )
+    assert "elided" not in body and "o" * 50 in body and "THOUGHT: step 2" in body
+
+
+def test_format_errors_show_as_steps_without_a_command() -> None:
+    messages = [
+        {"role": "assistant", "content": "no fence here"},
+        {"role": "user", "content": "Expected exactly 1 action", "extra": {"interrupt_type": "FormatError"}},
+    ]
+    [step] = steps_from_messages(messages)
+    assert step.command is None and step.kind == "format error"
+
+
+def test_fence_outgrows_backticks_in_the_text() -> None:
+    assert fence("a ```` b").startswith("`````\n")
+    assert elide_middle("abcdefghij" * 10, 30)[1] == 70
+
+
+def test_model_text_cannot_mention_people() -> None:
+    assert nomention("thanks @octocat") == "thanks @\u200boctocat"
+
+
+@pytest.mark.parametrize("key", sorted(yaml.safe_load((PROMPTS_DIR / "outcomes.yaml").read_text())))
+def test_every_outcome_renders_a_comment_that_says_how_to_retry(key: str) -> None:
+    done = outcome(key, run=RUN, paths=[".github/workflows/ci.yml"])
+    body = render("outcome_comment.md", outcome=done, run=RUN, detail="why", stats=None, links={"run": None})
+    assert done.headline in body and "How to retry" in body and "{{" not in body
+    assert done.reaction in ("rocket", "confused", "")
+
+
+def test_pr_body_says_fixes_and_draft_fallback() -> None:
+    diff = "diff --git a/x.py b/x.py\n--- a/x.py\n+++ b/x.py\n@@ -1 +1,2 @@\n-a\n+b\n+c\n"
+    stats = {
+        "exit_status": "Submitted",
+        "steps": 3,
+        "prompt_tokens": 1200,
+        "completion_tokens": 30,
+        "elapsed": 75,
+    }
+    body = render(
+        "pr_body.md",
+        issue={"number": 9, "title": "T"},
+        run=RUN,
+        stats=stats,
+        diffstat=diffstat(diff),
+        summary="",
+        links={"run": None},
+        draft_fallback=True,
+    )
+    assert body.startswith("Fixes #9") and "| `x.py` | 2 | 1 |" in body and "1m 15s" in body
+    assert "opened as ready for review" in body and "/agent retry" in body
