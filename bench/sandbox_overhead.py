@@ -9,6 +9,7 @@ and mini-swe-agent 2.4.6's DockerEnvironment on the same image; also times conta
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import statistics
 import subprocess
@@ -54,6 +55,7 @@ def mini_swe_agent_env(image: str) -> object:
     os.environ.setdefault("MSWEA_SILENT_STARTUP", "1")
     from minisweagent.environments.docker import DockerEnvironment
 
+    logging.getLogger("minisweagent").setLevel(logging.WARNING)
     return DockerEnvironment(image=image, cwd="/testbed")
 
 

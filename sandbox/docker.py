@@ -6,7 +6,6 @@ import posixpath
 import tarfile
 import tempfile
 import threading
-import time
 from pathlib import Path
 from types import TracebackType
 from typing import IO, Any
@@ -16,7 +15,15 @@ import structlog
 
 from sandbox.base import ExecResult, SandboxConfig, SandboxError
 from sandbox.channel import RunnerChannel, RunnerUnavailable
-from sandbox.engine import connect, create_container, force_remove, remove_run_containers, sweep, translated
+from sandbox.engine import (
+    connect,
+    create_container,
+    exec_action,
+    force_remove,
+    remove_run_containers,
+    sweep,
+    translated,
+)
 
 __all__ = ["DockerSandbox", "remove_run_containers", "sweep"]
 
@@ -97,7 +104,9 @@ class DockerSandbox:
                 raise SandboxError("the sandbox is closed")
             try:
                 if self._runner is None:
-                    return self._run_with_exec(command, timeout, cwd, limit)
+                    return exec_action(
+                        self.client, self.container_id, command, self.config, timeout, cwd, limit
+                    )
                 request = {
                     "command": command,
                     "cwd": cwd,
@@ -112,27 +121,6 @@ class DockerSandbox:
                         f"the sandbox reached its wall-time limit of {self.config.wall_time_seconds}s"
                     ) from exc
                 raise
-
-    def _run_with_exec(self, command: str, timeout: float, cwd: str, limit: int) -> dict[str, Any]:
-        """Slower path for images without python3: one `docker exec` per action, `timeout -s KILL` inside."""
-        api = self.client.api
-        wrapped = ["timeout", "-s", "KILL", str(max(1, round(timeout))), "bash", "-c", command]
-        began = time.monotonic()
-        with translated(self.config.image):
-            exec_id = api.exec_create(
-                self.container_id, wrapped, user=self.config.user, workdir=cwd, environment=self.config.env
-            )["Id"]
-            raw: bytes = api.exec_start(exec_id)
-            code: int = api.exec_inspect(exec_id)["ExitCode"]
-        timed_out = code == 137 and time.monotonic() - began >= timeout - 0.5
-        output = raw[:limit].decode("utf-8", "surrogateescape")
-        return {
-            "output": output,
-            "returncode": code,
-            "timed_out": timed_out,
-            "truncated": len(raw) > limit,
-            "error": "",
-        }
 
     def copy_in(self, src: Path, dest: str | None = None) -> None:
         """Copy a host directory's contents (with .git) into the sandbox, owned by the sandbox user."""
