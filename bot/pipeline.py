@@ -213,19 +213,14 @@ def _report(state: RunState, key: str, detail: str, settings: Settings) -> JobOu
     )
     done = outcome(key, run=state.run, paths=state.paths)
     links = {"pr": pr_url, "run": run_link(settings, state.run["run_id"])}
-    try:
-        state.status.finish(done, links)
-        if key not in QUIET_OUTCOMES:
-            state.gh.create_comment(
-                state.number,
-                render(
-                    "outcome_comment.md", outcome=done, run=state.run, detail=detail, stats=stats, links=links
-                ),
-            )
-        if done.reaction:
-            state.gh.add_reaction(state.number, done.reaction)
-    except GitHubError as exc:
-        log.warning("outcome_report_failed", error=str(exc))
+    comment = (
+        None
+        if key in QUIET_OUTCOMES
+        else render(
+            "outcome_comment.md", outcome=done, run=state.run, detail=detail, stats=stats, links=links
+        )
+    )
+    state.status.close(done, links, comment=comment)
     error = None if status == JobStatus.SUCCEEDED else f"{key}: {detail}" if detail else key
     return JobOutcome(status, pr_url=pr_url, run_id=state.run["run_id"], error=error)
 

@@ -54,6 +54,17 @@ class StatusComment:
         else:
             self._edit(body)
 
+    def close(self, outcome: Outcome, links: dict[str, str | None], *, comment: str | None) -> None:
+        """The run's last words: the final status, the outcome comment (if any), the closing reaction."""
+        try:
+            self.finish(outcome, links)
+            if comment is not None:
+                self.gh.create_comment(self.issue, comment)
+            if outcome.reaction:
+                self.gh.add_reaction(self.issue, outcome.reaction)
+        except GitHubError as exc:
+            log.warning("outcome_report_failed", error=str(exc))
+
     def _edit(self, body: str) -> None:
         assert self.comment_id is not None
         try:
