@@ -1,0 +1,102 @@
+"""The `mini-fix` command line. It only parses arguments and wires components; the work lives elsewhere."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from bot.settings import Settings, SettingsError
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="mini-fix", description="Fix labelled GitHub issues with an agent.")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    serve = sub.add_parser("serve", help="webhook server, with an embedded worker unless --no-worker")
+    serve.add_argument("--host", default="0.0.0.0")
+    serve.add_argument("--port", type=int, default=3000)
+    serve.add_argument("--no-worker", action="store_true", help="API only; run `mini-fix worker` elsewhere")
+
+    sub.add_parser("worker", help="a worker process only")
+
+    run = sub.add_parser("run", help="run the agent on a local checkout in the sandbox, no GitHub")
+    run.add_argument("--repo", type=Path, required=True, help="path of a git checkout (never modified)")
+    task = run.add_mutually_exclusive_group(required=True)
+    task.add_argument("--task", help="the task text")
+    task.add_argument("--task-file", type=Path, help="file holding the task text")
+    run.add_argument("--config", type=Path, help="agent config YAML (default prompts/agent.yaml)")
+    run.add_argument("--model", help="litellm model name, e.g. hosted_vllm/<served-model>")
+    run.add_argument("--api-base", help="OpenAI-compatible API base, e.g. http://localhost:8000/v1")
+    run.add_argument("--image", help="sandbox image")
+    run.add_argument("--output", type=Path, help="output directory (default ./out/<run id>)")
+
+    jobs = sub.add_parser("jobs", help="list the job ledger")
+    jobs.add_argument("--json", action="store_true", help="one JSON object per line")
+    jobs.add_argument("--limit", type=int, default=50)
+    return parser
+
+
+def _serve(settings: Settings, args: argparse.Namespace) -> int:
+    import uvicorn
+
+    from bot.app import create_app
+
+    worker = None
+    if not args.no_worker:
+        from bot.pipeline import build_runner
+        from bot.worker import build_worker
+
+        worker = build_worker(settings, build_runner(settings))
+    app = create_app(settings, embedded_worker=worker)
+    uvicorn.run(app, host=args.host, port=args.port, log_config=None, access_log=False)
+    return 0
+
+
+def _worker(settings: Settings, _args: argparse.Namespace) -> int:
+    from bot.pipeline import build_runner
+    from bot.worker import build_worker
+
+    build_worker(settings, build_runner(settings)).run_forever()
+    return 0
+
+
+def _run(settings: Settings, args: argparse.Namespace) -> int:
+    from bot.local_run import LocalRunRequest, run_local
+
+    task = args.task if args.task is not None else args.task_file.read_text()
+    request = LocalRunRequest(
+        repo=args.repo, task=task, config=args.config, model=args.model or None,
+        api_base=args.api_base, image=args.image, output=args.output,
+    )
+    return run_local(request, settings)
+
+
+def _jobs(settings: Settings, args: argparse.Namespace) -> int:
+    from bot.jobs_report import print_jobs
+
+    return print_jobs(settings, as_json=args.json, limit=args.limit)
+
+
+COMMANDS = {"serve": _serve, "worker": _worker, "run": _run, "jobs": _jobs}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the `mini-fix` console script."""
+    from bot.logs import configure_logging
+
+    args = _parser().parse_args(argv)
+    try:
+        settings = Settings()
+        configure_logging(settings.log_level, settings.log_format, settings.secrets)
+        return COMMANDS[args.command](settings, args)
+    except SettingsError as exc:
+        print(f"mini-fix: configuration error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

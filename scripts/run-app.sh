@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# Set up and run the App with the embedded defaults: SQLite ledger and queue in ./data, local Docker engine,
+# webhook server and worker in one process. Needs MINIFIX_APP_ID, MINIFIX_PRIVATE_KEY_PATH (or
+# MINIFIX_PRIVATE_KEY), MINIFIX_WEBHOOK_SECRET, MINIFIX_MODEL and MINIFIX_MODEL_API_BASE (see README.md).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/setup.sh
+scripts/ensure-docker.sh
+export LITELLM_LOCAL_MODEL_COST_MAP="${LITELLM_LOCAL_MODEL_COST_MAP:-True}"
+exec .venv/bin/mini-fix serve "$@"

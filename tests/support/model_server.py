@@ -1,0 +1,108 @@
+"""A scripted OpenAI-compatible chat server on 127.0.0.1: the model side of end-to-end tests.
+
+It speaks the real `/v1/chat/completions` protocol (what vLLM serves), answers from a list of replies
+(or a callable that sees the request), and records every request so tests can assert on what the model saw.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Callable, Sequence
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+Reply = str | Callable[[list[dict[str, Any]]], str]
+
+
+class ScriptedModelServer:
+    """Serve scripted assistant replies; `.requests` holds each request body, in order."""
+
+    def __init__(self, replies: Sequence[Reply], *, model: str = "scripted", delay: float = 0.0) -> None:
+        self.replies = list(replies)
+        self.model = model
+        self.delay = delay
+        self.requests: list[dict[str, Any]] = []
+        self._lock = threading.Lock()
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+
+    @property
+    def api_base(self) -> str:
+        host, port = self._server.server_address[:2]
+        return f"http://{host}:{port}/v1"
+
+    def start(self) -> ScriptedModelServer:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+    def __enter__(self) -> ScriptedModelServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def next_reply(self, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        with self._lock:
+            index = len(self.requests)
+            self.requests.append(body)
+        if index >= len(self.replies):
+            return 400, {"error": {"message": f"script exhausted after {len(self.replies)} replies",
+                                   "type": "invalid_request_error"}}
+        reply = self.replies[index]
+        content = reply(body["messages"]) if callable(reply) else reply
+        prompt_tokens = sum(len(str(m.get("content", ""))) // 4 + 1 for m in body["messages"])
+        completion_tokens = len(content) // 4 + 1
+        return 200, {
+            "id": f"chatcmpl-{index}",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": body.get("model", self.model),
+            "choices": [{"index": 0, "finish_reason": "stop",
+                         "message": {"role": "assistant", "content": content}}],
+            "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
+                      "total_tokens": prompt_tokens + completion_tokens},
+        }
+
+    def _handler(self) -> type[BaseHTTPRequestHandler]:
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args: Any) -> None:  # keep test output quiet
+                pass
+
+            def _send(self, status: int, payload: dict[str, Any]) -> None:
+                data = json.dumps(payload).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def do_GET(self) -> None:
+                if self.path.rstrip("/").endswith("/models"):
+                    self._send(200, {"object": "list", "data": [{"id": server.model, "object": "model"}]})
+                else:
+                    self._send(404, {"error": {"message": "not found"}})
+
+            def do_POST(self) -> None:
+                if not self.path.rstrip("/").endswith("/chat/completions"):
+                    self._send(404, {"error": {"message": f"no route {self.path}"}})
+                    return
+                length = int(self.headers.get("Content-Length", 0))
+                body = json.loads(self.rfile.read(length) or b"{}")
+                if server.delay:
+                    time.sleep(server.delay)
+                self._send(*server.next_reply(body))
+
+        return Handler
+
+
+def bash_reply(command: str, thought: str = "Next step.") -> str:
+    """An assistant reply in the text-based format: a thought and one fenced command."""
+    return f"THOUGHT: {thought}\n\n```mswea_bash_command\n{command}\n```"
