@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +42,10 @@ class TrajectoryWriter:
 
     def serialize(self, messages: Messages, *, config: dict[str, Any], stats: RunStats) -> dict[str, Any]:
         """The trajectory as a JSON-ready dict, secrets already replaced by `***`."""
+        redacted: dict[str, Any] = redact(self._build(messages, config, stats), self.secrets)
+        return redacted
+
+    def _build(self, messages: Messages, config: dict[str, Any], stats: RunStats) -> dict[str, Any]:
         last_extra = messages[-1].get("extra", {}) if messages else {}
         finished = bool(messages) and messages[-1].get("role") == "exit"
         data = {
@@ -63,17 +69,23 @@ class TrajectoryWriter:
                 "total_tokens": stats.prompt_tokens + stats.completion_tokens,
             },
         }
-        redacted: dict[str, Any] = redact(data, self.secrets)
-        return redacted
+        return data
 
     def save(self, messages: Messages, *, config: dict[str, Any], stats: RunStats) -> dict[str, Any]:
         """Serialize, then replace the file atomically (readers never see half a file); return the data."""
-        data = self.serialize(messages, config=config, stats=stats)
+        data = self._build(messages, config, stats)
+        # No indent: json's C encoder only serves compact output, and the file is rewritten at every step.
+        text = json.dumps(data, default=str)
+        # A string holding a secret serializes to text holding the secret's escaped form, so the full walk
+        # is needed only when that form shows up.
+        if any(json.dumps(secret)[1:-1] in text for secret in self.secrets):
+            data = redact(data, self.secrets)
+            text = json.dumps(data, default=str)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=f".{self.path.name}.", suffix=".tmp")
         try:
             with os.fdopen(fd, "w", encoding="utf-8") as f:
-                json.dump(data, f, indent=2, default=str)
+                f.write(text)
             os.replace(tmp, self.path)
         except BaseException:
             Path(tmp).unlink(missing_ok=True)
@@ -111,8 +123,8 @@ def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
 
 
+@functools.cache
 def _version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
 
     try:
         return f"mini-fix {version('mini-fix')}"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Any
 
@@ -15,7 +16,14 @@ SUBMIT_MARKER = "COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"
 
 def render(template: str, **variables: Any) -> str:
     """Render a Jinja2 template; a variable it uses but was not given is an error."""
-    return str(Template(template, undefined=StrictUndefined).render(**variables))
+    return str(_compile(template).render(**variables))
+
+
+@functools.lru_cache(maxsize=64)
+def _compile(template: str) -> Template:
+    # Compiling costs milliseconds and the observation template is rendered at every step.
+    compiled: Template = Template(template, undefined=StrictUndefined)
+    return compiled
 
 
 def parse_action(

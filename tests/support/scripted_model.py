@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Sequence
 from typing import Any
 
@@ -34,7 +33,7 @@ class ScriptedModel:
 
     def query(self, messages: list[dict[str, Any]]) -> ModelReply:
         """Record the request (role and content, as a real client sends them) and answer the next reply."""
-        self.requests.append([{"role": m["role"], "content": m["content"]} for m in copy.deepcopy(messages)])
+        self.requests.append([{"role": m["role"], "content": m["content"]} for m in messages])
         if len(self.requests) > len(self.replies):
             raise AssertionError(f"script exhausted after {len(self.replies)} replies")
         reply = self.replies[len(self.requests) - 1]

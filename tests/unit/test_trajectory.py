@@ -97,3 +97,13 @@ def test_mini_swe_agents_inspector_reads_our_file(tmp_path: Path, monkeypatch: p
     assert len(app.messages) == len(result.messages)
     # The inspector pages on assistant messages: the opening messages, then one page per kept reply.
     assert len(app.steps) == 1 + sum(m["role"] == "assistant" for m in result.messages)
+
+
+def test_secrets_that_json_escapes_are_redacted_too(tmp_path: Path) -> None:
+    secret = 'pa"ss\\wörd\n42'
+    path = tmp_path / "t.json"
+    messages = [{"role": "user", "content": f"before {secret} after", "extra": {secret: [secret]}}]
+    TrajectoryWriter(path, secrets=[secret]).save(messages, config={"api_key": secret}, stats=RunStats())
+    data = load_trajectory(path)
+    assert data["messages"] == [{"role": "user", "content": "before *** after", "extra": {"***": ["***"]}}]
+    assert data["info"]["config"] == {"api_key": "***"}
