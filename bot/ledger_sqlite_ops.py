@@ -68,6 +68,8 @@ def stop_active(
 ) -> tuple[list[Job], list[Job]]:
     """End the active jobs matching `where`: queued ones become `queued_to`, running ones cancelled."""
     jobs = select_jobs(conn, f"{ACTIVE} AND {where}", params)
+    if not jobs:
+        return [], []
     conn.execute(
         f"UPDATE jobs SET status = CASE status WHEN 'queued' THEN ? ELSE 'cancelled' END, "
         f"error = ?, updated_at = ? WHERE {ACTIVE} AND {where}",
@@ -98,7 +100,11 @@ def submit(conn: Conn, req: JobRequest) -> SubmitResult:
         (job_id, req.kind.value, req.installation_id, req.repo, req.issue, req.requester, req.delivery_id,
          req.guidance, req.comment_id, now, now, json.dumps(req.extra)),
     )  # fmt: skip
-    job = select_jobs(conn, "id = ?", (job_id,))[0]
+    job = Job(
+        job_id, req.kind, req.installation_id, req.repo, req.issue, req.requester, req.delivery_id,
+        guidance=req.guidance, comment_id=req.comment_id, created_at=when(now), updated_at=when(now),
+        extra=dict(req.extra),
+    )  # fmt: skip
     return SubmitResult(job, created=True, superseded=superseded, cancelled=cancelled)
 
 
