@@ -55,7 +55,7 @@ class AgentResult:
 
 
 class Agent:
-    """Runs one task: query the model, run its one action in the sandbox, append the observation, repeat."""
+    """Runs one task (one instance per run): query the model, run its action, append the result, repeat."""
 
     def __init__(
         self,
