@@ -65,7 +65,11 @@ class RunnerChannel:
 
     def close(self) -> None:
         """Close the connection; the runner sees end of input and exits."""
-        with contextlib.suppress(OSError):
+        response = getattr(self._keepalive, "_response", None)
+        with contextlib.suppress(OSError, ValueError):
+            if response is not None:
+                response.close()  # first: its reader fails to flush once the socket is gone
+            self._keepalive.close()
             self._sock.close()
 
     def _send(self, data: bytes) -> None:

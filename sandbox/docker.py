@@ -45,6 +45,7 @@ class DockerSandbox:
         self._runner: RunnerChannel | None = None
         self._lock = threading.Lock()
         self._closed = False
+        self._owns_client = False
         self._expired = False
         self._base_commit = ""
         self._uname: dict[str, str] = {}
@@ -61,8 +62,16 @@ class DockerSandbox:
         labels: dict[str, str] | None = None,
     ) -> DockerSandbox:
         """Create and start the run's container and its runner; raises EngineUnavailable / ImageMissing."""
+        owns_client = client is None
         client = client or connect()
-        sandbox = cls(client, create_container(client, config, run_id, labels or {}), config)
+        try:
+            container_id = create_container(client, config, run_id, labels or {})
+        except BaseException:
+            if owns_client:
+                client.close()
+            raise
+        sandbox = cls(client, container_id, config)
+        sandbox._owns_client = owns_client
         try:
             sandbox._boot()
         except BaseException:
@@ -172,6 +181,8 @@ class DockerSandbox:
         if self._runner is not None:
             self._runner.close()
         force_remove(self.client, self.container_id)
+        if self._owns_client:
+            self.client.close()
 
     def __enter__(self) -> DockerSandbox:
         return self

@@ -120,7 +120,9 @@ def exec_action(
 
     Returns the runner's reply shape. Slower (one exec per action) but the same semantics.
     """
-    wrapped = ["timeout", "-s", "KILL", str(max(1, round(timeout))), "bash", "-c", command]
+    # Docker keeps the exec's stderr apart (and unordered against stdout): merge it before the command starts.
+    merged = ["bash", "-c", 'exec 2>&1; exec bash -c "$1"', "bash", command]
+    wrapped = ["timeout", "-s", "KILL", str(max(1, round(timeout))), *merged]
     began = time.monotonic()
     with translated(config.image):
         exec_id = client.api.exec_create(
