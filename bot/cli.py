@@ -3,11 +3,17 @@
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
+import threading
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from bot.settings import Settings, SettingsError
+
+if TYPE_CHECKING:
+    from bot.worker import Worker
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -38,27 +44,44 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _build_worker(settings: Settings) -> Worker:
+    from bot.github import GitHubApp
+    from bot.notices import gave_up_notifier
+    from bot.pipeline import build_runner
+    from bot.worker import build_worker
+
+    notify = gave_up_notifier(GitHubApp(settings).for_repo)
+    return build_worker(settings, build_runner(settings), on_gave_up=notify)
+
+
 def _serve(settings: Settings, args: argparse.Namespace) -> int:
     import uvicorn
 
     from bot.app import create_app
 
-    worker = None
-    if not args.no_worker:
-        from bot.pipeline import build_runner
-        from bot.worker import build_worker
-
-        worker = build_worker(settings, build_runner(settings))
+    settings.require_webhook_secret()  # fail before the slow worker wiring
+    worker = None if args.no_worker else _build_worker(settings)
     app = create_app(settings, embedded_worker=worker)
-    uvicorn.run(app, host=args.host, port=args.port, log_config=None, access_log=False)
+    try:
+        # The app's lifespan starts the worker and, on SIGTERM, puts its running jobs back in the queue.
+        uvicorn.run(app, host=args.host, port=args.port, log_config=None, access_log=False)
+    finally:
+        if worker is not None:
+            worker.close()
     return 0
 
 
 def _worker(settings: Settings, _args: argparse.Namespace) -> int:
-    from bot.pipeline import build_runner
-    from bot.worker import build_worker
-
-    build_worker(settings, build_runner(settings)).run_forever()
+    worker = _build_worker(settings)
+    stop = threading.Event()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, lambda *_: stop.set())
+    worker.start()
+    try:
+        stop.wait()
+    finally:
+        worker.stop()  # running jobs go back to the queue; their containers are removed by the pipeline
+        worker.close()
     return 0
 
 
@@ -67,8 +90,13 @@ def _run(settings: Settings, args: argparse.Namespace) -> int:
 
     task = args.task if args.task is not None else args.task_file.read_text()
     request = LocalRunRequest(
-        repo=args.repo, task=task, config=args.config, model=args.model or None,
-        api_base=args.api_base, image=args.image, output=args.output,
+        repo=args.repo,
+        task=task,
+        config=args.config,
+        model=args.model or None,
+        api_base=args.api_base,
+        image=args.image,
+        output=args.output,
     )
     return run_local(request, settings)
 

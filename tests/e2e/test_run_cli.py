@@ -73,7 +73,7 @@ def test_run_fixes_the_bug_and_the_patch_applies(buggy_repo: Path, tmp_path: Pat
     assert len(model.requests) == 3
     # The model saw the task and the real output of its failing test run.
     assert "add(2, 3) returns -1" in model.requests[0]["messages"][1]["content"]
-    assert "AssertionError" in model.requests[1]["messages"][-1]["content"]
+    assert "FAILED (failures=1)" in model.requests[1]["messages"][-1]["content"]
 
 
 def test_run_reports_an_unreachable_model(buggy_repo: Path, tmp_path: Path) -> None:
