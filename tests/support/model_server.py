@@ -19,10 +19,15 @@ Reply = str | Callable[[list[dict[str, Any]]], str]
 class ScriptedModelServer:
     """Serve scripted assistant replies; `.requests` holds each request body, in order."""
 
-    def __init__(self, replies: Sequence[Reply], *, model: str = "scripted", delay: float = 0.0) -> None:
+    def __init__(
+        self, replies: Sequence[Reply], *, model: str = "scripted", delay: float = 0.0, by_turn: bool = False
+    ) -> None:
         self.replies = list(replies)
         self.model = model
         self.delay = delay
+        # by_turn: pick the reply by how many assistant turns the history holds, so a run that restarts
+        # (a worker killed mid-run) gets the same script again.
+        self.by_turn = by_turn
         self.requests: list[dict[str, Any]] = []
         self._lock = threading.Lock()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
@@ -51,6 +56,8 @@ class ScriptedModelServer:
         with self._lock:
             index = len(self.requests)
             self.requests.append(body)
+        if self.by_turn:
+            index = sum(1 for m in body["messages"] if m.get("role") == "assistant")
         if index >= len(self.replies):
             return 400, {"error": {"message": f"script exhausted after {len(self.replies)} replies",
                                    "type": "invalid_request_error"}}

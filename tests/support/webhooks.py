@@ -1,0 +1,58 @@
+"""Signed webhook deliveries built from the vendored @octokit/webhooks-examples payloads."""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import hmac
+import json
+import uuid
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+FIXTURES = Path(__file__).parent.parent / "fixtures" / "webhooks"
+
+
+@cache
+def _examples(event: str) -> list[dict[str, Any]]:
+    payloads: list[dict[str, Any]] = json.loads((FIXTURES / f"{event}.json").read_text())
+    return payloads
+
+
+def example(event: str, action: str) -> dict[str, Any]:
+    """A fresh copy of the first vendored `event` payload with this action."""
+    return copy.deepcopy(next(p for p in _examples(event) if p.get("action") == action))
+
+
+def labeled(repo: str, issue: int, *, sender: str, label: str = "mini-fix", installation: int = 1) -> dict[str, Any]:
+    """A real `issues.labeled` payload pointed at one repository, issue and sender."""
+    payload = example("issues", "labeled")
+    owner, name = repo.split("/")
+    payload["installation"] = {"id": installation}
+    payload["label"]["name"] = label
+    payload["issue"].update(number=issue, state="open")
+    payload["issue"].pop("pull_request", None)
+    payload["repository"].update(full_name=repo, name=name)
+    payload["repository"]["owner"]["login"] = owner
+    payload["sender"].update(login=sender, type="User")
+    return payload
+
+
+def signature(body: bytes, secret: str) -> str:
+    """GitHub's X-Hub-Signature-256 value."""
+    return "sha256=" + hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
+
+
+def deliver(url: str, event: str, payload: dict[str, Any], secret: str, delivery: str | None = None) -> httpx.Response:
+    """POST a payload as GitHub does: raw JSON, signed, with event and delivery headers."""
+    body = json.dumps(payload).encode()
+    headers = {
+        "X-GitHub-Event": event,
+        "X-GitHub-Delivery": delivery or str(uuid.uuid4()),
+        "X-Hub-Signature-256": signature(body, secret),
+        "Content-Type": "application/json",
+    }
+    return httpx.post(url, content=body, headers=headers, timeout=10)
