@@ -38,7 +38,8 @@ start_engine() {
         rm -f "$pidfile"
     fi
     say "starting dockerd (log: $dockerd_log)"
-    nohup dockerd >"$dockerd_log" 2>&1 &
+    # setsid: the engine outlives the shell (and the process group) that started it.
+    setsid nohup dockerd >"$dockerd_log" 2>&1 < /dev/null &
     local waited=0
     until docker info >/dev/null 2>&1; do
         if [ "$waited" -ge "$wait_seconds" ]; then
@@ -60,13 +61,10 @@ build_images() {
         say "building base image $base_image (debootstrap, about a minute)"
         "$here/sandbox/build-base-image.sh" "$base_image"
     fi
-    if image_exists "$sandbox_image"; then
-        say "sandbox image $sandbox_image present"
-    else
-        say "building sandbox image $sandbox_image from $base_image"
-        DOCKER_BUILDKIT=0 docker build -q --build-arg "BASE_IMAGE=$base_image" -t "$sandbox_image" \
-            "$here/sandbox/image" >/dev/null
-    fi
+    # Always build: the layer cache makes an unchanged Dockerfile cost a second, and a changed one is picked up.
+    say "building sandbox image $sandbox_image from $base_image"
+    DOCKER_BUILDKIT=0 docker build -q --build-arg "BASE_IMAGE=$base_image" -t "$sandbox_image" \
+        "$here/sandbox/image" >/dev/null
 }
 
 install_packages
