@@ -12,6 +12,8 @@ from bot.jobs import Job, JobRequest, JobStatus
 from bot.settings import Settings, SettingsError
 from bot.webhooks.decision import InstallationChange
 
+POSTGRES_SCHEMES = ("postgresql://", "postgres://")
+
 
 @dataclass(frozen=True)
 class SubmitResult:
@@ -97,16 +99,26 @@ def sqlite_path(database_url: str) -> Path:
     prefix = "sqlite:///"
     if not database_url.startswith(prefix):
         raise SettingsError(
-            f"MINIFIX_DATABASE_URL={database_url.split('://')[0]}://... is not supported yet: "
-            "use sqlite:///PATH (the default, in MINIFIX_DATA_DIR)."
+            f"MINIFIX_DATABASE_URL={database_url.split('://')[0]}://... is not supported: "
+            "use sqlite:///PATH (the default, in MINIFIX_DATA_DIR) or postgresql://USER:PASSWORD@HOST/DB."
         )
     return Path(database_url[len(prefix) :])
 
 
+def is_postgres(database_url: str) -> bool:
+    """True for a postgresql:// (or postgres://) URL."""
+    return database_url.startswith(POSTGRES_SCHEMES)
+
+
 def open_ledger(settings: Settings) -> Ledger:
-    """The ledger named by settings.database_url (SQLite for now)."""
+    """The ledger named by settings.database_url: PostgreSQL for a postgresql:// URL, else a SQLite file."""
+    url = settings.database_url or ""
+    if is_postgres(url):
+        from bot.ledger_postgres import PostgresLedger
+
+        return PostgresLedger(url)
     from bot.ledger_sqlite import SqliteLedger
 
-    path = sqlite_path(settings.database_url or "")
+    path = sqlite_path(url)
     path.parent.mkdir(parents=True, exist_ok=True)
     return SqliteLedger(path)

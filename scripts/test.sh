@@ -1,9 +1,13 @@
 #!/usr/bin/env bash
 # Set up everything the tests need on a fresh machine (venv, Docker engine, sandbox image), then run them all:
-# unit tests (fast, no Docker) and the Docker integration/end-to-end tests (markers `docker`, `e2e`).
+# unit tests (fast, no Docker), the PostgreSQL suite (marker `postgres`) and the Docker integration/end-to-end tests
+# (markers `docker`, `e2e`).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh --dev
 scripts/ensure-docker.sh
+# A real PostgreSQL from Debian's packages for the `postgres` tests (ledger/queue suite, many workers).
+MINIFIX_TEST_POSTGRES_URL="${MINIFIX_TEST_POSTGRES_URL:-$(scripts/ensure-postgres.sh | tail -n1)}"
+export MINIFIX_TEST_POSTGRES_URL
 export LITELLM_LOCAL_MODEL_COST_MAP=True
 exec .venv/bin/pytest "$@"

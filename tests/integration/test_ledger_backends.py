@@ -1,25 +1,44 @@
-"""The SQLite ledger: idempotency, one active job per issue, atomic claims, leases, group commit."""
+"""The ledger on SQLite and on a real PostgreSQL: idempotency, one active job per issue, atomic claims, leases."""
 
 from __future__ import annotations
 
 import sqlite3
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from bot.jobs import JobKind, JobRequest, JobStatus
-from bot.ledger_sqlite import SqliteLedger
+from bot.ledger import open_ledger
 from bot.ledger_writer import GroupCommitWriter
+from bot.settings import Settings
 from bot.webhooks.decision import InstallationChange
+from tests.support.backends import BACKENDS, backend_settings
+
+pytestmark = pytest.mark.postgres
+
+
+@pytest.fixture(params=BACKENDS)
+def settings(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Settings]:
+    with backend_settings(request.param, tmp_path) as settings:
+        yield settings
+
+
+@pytest.fixture
+def ledger(settings: Settings) -> Iterator[Any]:
+    led = open_ledger(settings)
+    yield led
+    led.close()
 
 
 def request(issue: int = 1, delivery: str = "d-1", **kwargs: object) -> JobRequest:
     return JobRequest(JobKind.FIX, 77, "octo/widgets", issue, "alice", delivery, **kwargs)  # type: ignore[arg-type]
 
 
-def test_submit_is_idempotent_on_delivery_id(ledger: SqliteLedger) -> None:
+def test_submit_is_idempotent_on_delivery_id(ledger: Any) -> None:
     first = ledger.submit(request())
     again = ledger.submit(request())
     assert first.created and not again.created
@@ -27,17 +46,17 @@ def test_submit_is_idempotent_on_delivery_id(ledger: SqliteLedger) -> None:
     assert [j.id for j in ledger.list()] == [first.job.id]
 
 
-def test_rows_survive_a_reopen(ledger: SqliteLedger, tmp_path: Path) -> None:
+def test_rows_survive_a_reopen(ledger: Any, settings: Settings) -> None:
     job = ledger.submit(request(guidance="be brief", comment_id=5, extra={"k": 1})).job
     ledger.close()
-    reopened = SqliteLedger(tmp_path / "mini-fix.db")
+    reopened = open_ledger(settings)
     try:
         assert reopened.get(job.id) == job
     finally:
         reopened.close()
 
 
-def test_new_trigger_supersedes_queued_and_cancels_running(ledger: SqliteLedger) -> None:
+def test_new_trigger_supersedes_queued_and_cancels_running(ledger: Any) -> None:
     queued = ledger.submit(request(delivery="a")).job
     second = ledger.submit(request(delivery="b"))
     assert [j.id for j in second.superseded] == [queued.id] and second.cancelled == []
@@ -55,15 +74,15 @@ def test_new_trigger_supersedes_queued_and_cancels_running(ledger: SqliteLedger)
     }
 
 
-def test_other_issues_are_untouched(ledger: SqliteLedger) -> None:
+def test_other_issues_are_untouched(ledger: Any) -> None:
     one = ledger.submit(request(issue=1, delivery="a")).job
     two = ledger.submit(request(issue=2, delivery="b"))
     assert two.superseded == [] and ledger.get(one.id).status == JobStatus.QUEUED  # type: ignore[union-attr]
 
 
-def test_claim_is_atomic_across_threads_and_connections(ledger: SqliteLedger, tmp_path: Path) -> None:
+def test_claim_is_atomic_across_threads_and_connections(ledger: Any, settings: Settings) -> None:
     job = ledger.submit(request()).job
-    other = SqliteLedger(tmp_path / "mini-fix.db")  # a second process's view of the same file
+    other = open_ledger(settings)  # a second process's view of the same database
     winners: list[str] = []
     barrier = threading.Barrier(8)
 
@@ -83,7 +102,7 @@ def test_claim_is_atomic_across_threads_and_connections(ledger: SqliteLedger, tm
     assert claimed is not None and claimed.worker_id == winners[0] and claimed.attempts == 1
 
 
-def test_expired_lease_can_be_claimed_again(ledger: SqliteLedger) -> None:
+def test_expired_lease_can_be_claimed_again(ledger: Any) -> None:
     job = ledger.submit(request()).job
     assert ledger.claim(job.id, "dead", -1) is not None  # a lease that has already run out
     assert [j.id for j in ledger.expired(time.time())] == [job.id]
@@ -94,7 +113,7 @@ def test_expired_lease_can_be_claimed_again(ledger: SqliteLedger) -> None:
     assert not ledger.finish(job.id, "dead", JobStatus.SUCCEEDED)
 
 
-def test_requeue_gives_the_attempt_back(ledger: SqliteLedger) -> None:
+def test_requeue_gives_the_attempt_back(ledger: Any) -> None:
     job = ledger.submit(request()).job
     ledger.claim(job.id, "w", 60)
     assert ledger.requeue(job.id, "w")
@@ -103,7 +122,7 @@ def test_requeue_gives_the_attempt_back(ledger: SqliteLedger) -> None:
     assert ledger.queued_ids() == [job.id]
 
 
-def test_finish_records_the_outcome(ledger: SqliteLedger) -> None:
+def test_finish_records_the_outcome(ledger: Any) -> None:
     job = ledger.submit(request()).job
     ledger.claim(job.id, "w", 60)
     url = "https://github.com/octo/widgets/pull/12"
@@ -112,7 +131,7 @@ def test_finish_records_the_outcome(ledger: SqliteLedger) -> None:
     assert done is not None and (done.status, done.pr_url, done.run_id) == (JobStatus.SUCCEEDED, url, "r1")
 
 
-def test_retry_on_our_pull_request_maps_to_its_issue(ledger: SqliteLedger) -> None:
+def test_retry_on_our_pull_request_maps_to_its_issue(ledger: Any) -> None:
     job = ledger.submit(request(issue=5)).job
     ledger.claim(job.id, "w", 60)
     ledger.finish(job.id, "w", JobStatus.SUCCEEDED, pr_url="https://github.com/octo/widgets/pull/12")
@@ -123,7 +142,7 @@ def test_retry_on_our_pull_request_maps_to_its_issue(ledger: SqliteLedger) -> No
     assert [j.id for j in ledger.cancel("octo/widgets", 12, "stop", on_pull_request=True)] == [retry.id]
 
 
-def test_installations_are_recorded(ledger: SqliteLedger) -> None:
+def test_installations_are_recorded(ledger: Any) -> None:
     ledger.record_installation(InstallationChange(77, "created", "octo", ("octo/a", "octo/b")))
     ledger.record_installation(InstallationChange(77, "added", "", ("octo/c",), ("octo/a",)))
     job = ledger.submit(request()).job
@@ -137,7 +156,7 @@ def test_installations_are_recorded(ledger: SqliteLedger) -> None:
     assert ledger.installation(77) is None
 
 
-def test_concurrent_submits_are_all_committed(ledger: SqliteLedger) -> None:
+def test_concurrent_submits_are_all_committed(ledger: Any) -> None:
     futures = []
     lock = threading.Lock()
 
@@ -176,6 +195,48 @@ def test_a_failing_write_does_not_sink_its_batch(tmp_path: Path) -> None:
     assert [r[0] for r in connect().execute("SELECT v FROM t ORDER BY v")] == [1, 2]
 
 
-def test_submit_needs_a_delivery_id(ledger: SqliteLedger) -> None:
+def test_submit_needs_a_delivery_id(ledger: Any) -> None:
     with pytest.raises(ValueError, match="delivery id"):
         ledger.submit(request(delivery=""))
+
+
+def test_postgres_writer_isolates_a_failing_write(settings: Settings) -> None:
+    if not (settings.database_url or "").startswith("postgresql://"):
+        pytest.skip("the SQLite writer has its own test above")
+    import psycopg
+
+    from bot.ledger_postgres_writer import PostgresGroupCommitWriter
+
+    url = settings.database_url or ""
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("CREATE TABLE t (v INTEGER UNIQUE)")
+    writer = PostgresGroupCommitWriter(lambda: psycopg.connect(url, autocommit=True))
+    futures = [
+        writer.submit(lambda c, v=v: c.execute("INSERT INTO t VALUES (%s)", (v,)).rowcount) for v in (1, 1, 2)
+    ]
+    assert futures[0].result() == 1 and futures[2].result() == 1
+    with pytest.raises(psycopg.errors.UniqueViolation):
+        futures[1].result()
+    writer.close()
+    with psycopg.connect(url) as conn:
+        assert [r[0] for r in conn.execute("SELECT v FROM t ORDER BY v")] == [1, 2]
+
+
+def test_two_processes_racing_one_delivery_record_one_job(ledger: Any, settings: Settings) -> None:
+    others = [open_ledger(settings) for _ in range(3)]
+    barrier = threading.Barrier(4)
+    results: list[Any] = []
+
+    def send(led: Any) -> None:
+        barrier.wait()
+        results.append(led.submit(request(delivery="same")))
+
+    threads = [threading.Thread(target=send, args=(led,)) for led in [ledger, *others]]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for led in others:
+        led.close()
+    assert sum(r.created for r in results) == 1
+    assert {r.job.id for r in results} == {j.id for j in ledger.list()}
