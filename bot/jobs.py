@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
@@ -10,6 +11,13 @@ from enum import StrEnum
 class JobKind(StrEnum):
     FIX = "fix"
     RETRY = "retry"
+    HELP = "help"  # reply with the commands (after a permission check)
+    STOP = "stop"  # cancel the issue's run (after a permission check)
+
+    @property
+    def is_control(self) -> bool:
+        """Control jobs act on an issue's run; they neither count as its active job nor supersede it."""
+        return self in (JobKind.HELP, JobKind.STOP)
 
 
 class JobStatus(StrEnum):
@@ -72,6 +80,24 @@ class JobRequest:
     guidance: str = ""
     comment_id: int | None = None
     extra: dict[str, object] = field(default_factory=dict)
+
+
+class CancelSignal(threading.Event):
+    """A run's cancel flag that also says why it was set (e.g. `/agent stop by @alice`)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.reason = ""
+
+    def cancel(self, reason: str) -> None:
+        """Set the flag, keeping the first reason given."""
+        self.reason = self.reason or reason
+        self.set()
+
+
+def cancel_reason(cancel: threading.Event) -> str:
+    """Why a run's cancel flag was set, when it says."""
+    return cancel.reason if isinstance(cancel, CancelSignal) else ""
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,9 @@ CREATE TABLE IF NOT EXISTS jobs (
     lease_expires_at REAL, worker_id TEXT, pr_url TEXT, run_id TEXT, error TEXT,
     created_at REAL NOT NULL, updated_at REAL NOT NULL, extra TEXT NOT NULL DEFAULT '{}'
 );
-CREATE UNIQUE INDEX IF NOT EXISTS jobs_one_active ON jobs (repo, issue) WHERE status IN ('queued', 'running');
+DROP INDEX IF EXISTS jobs_one_active;
+CREATE UNIQUE INDEX IF NOT EXISTS jobs_one_active_run ON jobs (repo, issue)
+    WHERE status IN ('queued', 'running') AND kind IN ('fix', 'retry');
 CREATE INDEX IF NOT EXISTS jobs_status ON jobs (status, lease_expires_at);
 CREATE TABLE IF NOT EXISTS installations (
     id BIGINT PRIMARY KEY, account TEXT NOT NULL, suspended INTEGER NOT NULL DEFAULT 0,
@@ -34,6 +36,7 @@ COLUMNS = (
     "lease_expires_at, worker_id, pr_url, run_id, error, created_at, updated_at, extra"
 )
 ACTIVE = "status IN ('queued', 'running')"
+RUNS = "kind IN ('fix', 'retry')"  # control jobs (help, stop) never count as an issue's active job
 Conn = sqlite3.Connection
 
 
@@ -88,10 +91,13 @@ def submit(conn: Conn, req: JobRequest) -> SubmitResult:
         req = replace(
             req, issue=issue, extra={**req.extra, "on_pull_request": False, "pull_request": req.issue}
         )
-    reason = f"superseded by a {req.kind} job from @{req.requester}"
-    superseded, cancelled = stop_active(
-        conn, "repo = ? AND issue = ?", (req.repo, req.issue), reason, queued_to=JobStatus.SUPERSEDED
-    )
+    superseded: list[Job] = []
+    cancelled: list[Job] = []
+    if not req.kind.is_control:
+        reason = f"superseded by a {req.kind} job from @{req.requester}"
+        superseded, cancelled = stop_active(
+            conn, f"{RUNS} AND repo = ? AND issue = ?", (req.repo, req.issue), reason, JobStatus.SUPERSEDED
+        )
     now = time.time()
     job_id = uuid.uuid4().hex[:16]
     conn.execute(
@@ -142,7 +148,7 @@ def record_installation(conn: Conn, change: InstallationChange) -> list[Job]:
 def cancel(conn: Conn, repo: str, issue: int, reason: str, on_pull_request: bool) -> list[Job]:
     if on_pull_request:
         issue = issue_of_pull(conn, repo, issue) or issue
-    queued, running = stop_active(conn, "repo = ? AND issue = ?", (repo, issue), reason)
+    queued, running = stop_active(conn, f"{RUNS} AND repo = ? AND issue = ?", (repo, issue), reason)
     return queued + running
 
 

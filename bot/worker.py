@@ -12,7 +12,7 @@ from collections.abc import Callable
 import structlog
 
 from bot import metrics
-from bot.jobs import Job, JobOutcome, JobStatus
+from bot.jobs import CancelSignal, Job, JobOutcome, JobStatus
 from bot.ledger import Ledger, open_ledger
 from bot.queue import JobQueue, build_queue
 from bot.settings import Settings
@@ -44,7 +44,7 @@ class Worker:
         self._on_gave_up = on_gave_up
         self.worker_id = worker_id or f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
         self._stopping = threading.Event()
-        self._running: dict[str, threading.Event] = {}
+        self._running: dict[str, CancelSignal] = {}
         self._lock = threading.Lock()
         self._threads: list[threading.Thread] = []
         queue.bind(self.run_job)
@@ -66,7 +66,7 @@ class Worker:
         self._stopping.set()
         with self._lock:
             for cancel in self._running.values():
-                cancel.set()
+                cancel.cancel("the worker is shutting down")
         deadline = time.monotonic() + timeout
         for thread in self._threads:
             thread.join(max(0.0, deadline - time.monotonic()))
@@ -108,7 +108,7 @@ class Worker:
         if job is None:
             log.info("job not claimable (done, stopped or held by another worker)", job_id=job_id)
             return None
-        cancel = threading.Event()
+        cancel = CancelSignal()
         with self._lock:
             self._running[job.id] = cancel
         fields = {"job_id": job.id, "installation": job.installation_id, "repo": job.repo, "issue": job.issue}
@@ -117,7 +117,7 @@ class Worker:
             outcome = self._run_with_lease(job, cancel)
             return self._settle(job, outcome)
 
-    def _run_with_lease(self, job: Job, cancel: threading.Event) -> JobOutcome:
+    def _run_with_lease(self, job: Job, cancel: CancelSignal) -> JobOutcome:
         done = threading.Event()
         keeper = threading.Thread(target=self._keep_lease, args=(job.id, cancel, done), daemon=True)
         keeper.start()
@@ -130,7 +130,7 @@ class Worker:
             done.set()
             keeper.join()
 
-    def _keep_lease(self, job_id: str, cancel: threading.Event, done: threading.Event) -> None:
+    def _keep_lease(self, job_id: str, cancel: CancelSignal, done: threading.Event) -> None:
         interval = min(self.settings.lease_seconds / 4, 5.0)
         while not done.wait(interval):
             try:
@@ -139,8 +139,10 @@ class Worker:
                 log.exception("lease renewal failed; retrying")
                 continue
             if not held:
-                log.info("job was stopped; cancelling its run")
-                cancel.set()
+                stopped = self.ledger.get(job_id)
+                reason = (stopped.error if stopped else None) or "the job was stopped"
+                log.info("job was stopped; cancelling its run", reason=reason)
+                cancel.cancel(reason)
                 return
 
     def _settle(self, job: Job, outcome: JobOutcome) -> JobStatus | None:
@@ -194,6 +196,9 @@ class Worker:
             self._on_gave_up(self.ledger.get(job.id) or job)
 
 
-def build_worker(settings: Settings, runner: Runner, *, on_gave_up: GaveUp | None = None) -> Worker:
+def build_worker(
+    settings: Settings, runner: Runner, *, on_gave_up: GaveUp | None = None, ledger: Ledger | None = None
+) -> Worker:
     """A worker on the ledger and queue named by settings (call start(); stop() on SIGTERM)."""
-    return Worker(settings, open_ledger(settings), build_queue(settings), runner, on_gave_up=on_gave_up)
+    ledger = ledger or open_ledger(settings)
+    return Worker(settings, ledger, build_queue(settings), runner, on_gave_up=on_gave_up)

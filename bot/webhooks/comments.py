@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from bot.jobs import JobKind, JobRequest
 from bot.settings import Settings
-from bot.webhooks.commands import parse_command
+from bot.webhooks.commands import Command, parse_command
 from bot.webhooks.decision import (
-    CancelRequest,
     Decision,
+    IssueContext,
     Payload,
     dig_int,
     dig_str,
@@ -29,14 +29,8 @@ def decide(payload: Payload, settings: Settings, delivery_id: str) -> Decision:
     ctx = issue_context(payload)
     if isinstance(ctx, Decision):
         return ctx
-    if command.name in ("help", "unknown"):
-        return Decision("help", f"/agent {command.guidance or 'help'}")
-    if command.name == "stop":
-        reason = f"/agent stop by @{ctx.sender}"
-        cancel = CancelRequest(
-            ctx.installation_id, ctx.repo, ctx.issue, ctx.sender, reason, on_pull_request=ctx.is_pull_request
-        )
-        return Decision("cancel", reason, cancel=cancel)
+    if command.name in ("help", "unknown", "stop"):
+        return _control(command, ctx, delivery_id, dig_int(payload, "comment", "id"))
     if ctx.state != "open" and not ctx.is_pull_request:
         return ignore("the issue is closed")
     # On a PR the number is the PR's: the ledger maps it to the issue of the PR it opened, else the pipeline
@@ -54,3 +48,16 @@ def decide(payload: Payload, settings: Settings, delivery_id: str) -> Decision:
         extra=extra,
     )
     return Decision("enqueue", "/agent retry", job=job)
+
+
+def _control(command: Command, ctx: IssueContext, delivery_id: str, comment_id: int | None) -> Decision:
+    """`/agent stop` and `/agent help` become control jobs: the worker checks the sender's permission
+    before it cancels or replies (this path never calls GitHub), and they never supersede a run."""
+    kind = JobKind.STOP if command.name == "stop" else JobKind.HELP
+    extra: dict[str, object] = {"on_pull_request": True} if ctx.is_pull_request else {}
+    if command.name == "unknown":
+        extra["unknown_command"] = command.guidance
+    job = JobRequest(
+        kind, ctx.installation_id, ctx.repo, ctx.issue, ctx.sender, delivery_id, comment_id=comment_id, extra=extra
+    )
+    return Decision("enqueue", f"/agent {command.name}", job=job)

@@ -39,6 +39,7 @@ class FakeGitHub:
         self.repos: dict[str, dict[str, Any]] = {}
         self.issues: dict[tuple[str, int], dict[str, Any]] = {}
         self.comments: list[dict[str, Any]] = []
+        self.review_comments: list[dict[str, Any]] = []  # PR review comments (on a file and line)
         self.reactions: list[dict[str, Any]] = []
         self.pulls: list[dict[str, Any]] = []
         self.permissions: dict[str, str] = {}
@@ -139,6 +140,17 @@ class FakeGitHub:
         """A comment by a user; returns its id."""
         return self._comment(repo, issue, body, author)
 
+    def add_review_comment(self, repo: str, pull: int, body: str, author: str, path: str, line: int) -> int:
+        """A PR review comment on a line of a file; returns its id (ordered with the other comments)."""
+        with self.lock:
+            n = len(self.comments) + len(self.review_comments)
+            cid = 1000 + n
+            self.review_comments.append(
+                {"id": cid, "repo": repo, "pull": pull, "body": body, "user": {"login": author},
+                 "path": path, "line": line, "created_at": _stamp(n)}
+            )  # fmt: skip
+        return cid
+
     def set_permission(self, user: str, role: str) -> None:
         """A collaborator's role: admin, maintain, write, triage, read (or none to remove)."""
         self.permissions[user] = role
@@ -179,17 +191,18 @@ class FakeGitHub:
 
     def _comment(self, repo: str, issue: int, body: str, author: str) -> int:
         with self.lock:
-            cid = 1000 + len(self.comments)
+            n = len(self.comments) + len(self.review_comments)
             self.comments.append(
                 {
-                    "id": cid,
+                    "id": 1000 + n,
                     "repo": repo,
                     "issue": issue,
                     "body": body,
                     "user": {"login": author},
-                    "created_at": f"2024-01-01T00:{len(self.comments):02d}:00Z",
+                    "created_at": _stamp(n),
                 }
             )
+            cid: int = self.comments[-1]["id"]
         return cid
 
     def mint(self, installation: int, body: dict[str, Any]) -> dict[str, Any]:
@@ -229,6 +242,11 @@ def throwaway_key() -> str:
     key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
     pem = key.private_bytes(Encoding.PEM, PrivateFormat.PKCS8, NoEncryption())
     return pem.decode()
+
+
+def _stamp(n: int) -> str:
+    """The n-th comment's creation time: one second apart, so ISO strings sort in posting order."""
+    return f"2024-01-01T{n // 3600:02d}:{n // 60 % 60:02d}:{n % 60:02d}Z"
 
 
 def _run(cmd: list[str]) -> str:

@@ -176,6 +176,13 @@ def list_comments(gh: Any, g: dict[str, str], q: dict[str, str], body: Any) -> R
     return 200, found[(page - 1) * per_page : page * per_page]
 
 
+def list_review_comments(gh: Any, g: dict[str, str], q: dict[str, str], body: Any) -> Reply:
+    repo, number = f"{g['owner']}/{g['name']}", int(g["number"])
+    found = [c for c in gh.review_comments if c["repo"] == repo and c["pull"] == number]
+    per_page, page = int(q.get("per_page", 30)), int(q.get("page", 1))
+    return 200, found[(page - 1) * per_page : page * per_page]
+
+
 def create_comment(gh: Any, g: dict[str, str], q: dict[str, str], body: Any) -> Reply:
     repo, number = f"{g['owner']}/{g['name']}", int(g["number"])
     if len(body["body"]) > 65_536:
@@ -295,4 +302,5 @@ ROUTES: list[tuple[str, str, Handler, str]] = [
     ("POST", REPO + r"/pulls", create_pull, "repo"),
     ("GET", REPO + r"/pulls/(?P<number>\d+)", get_pull, "repo"),
     ("PATCH", REPO + r"/pulls/(?P<number>\d+)", update_pull, "repo"),
+    ("GET", REPO + r"/pulls/(?P<number>\d+)/comments", list_review_comments, "repo"),
 ]

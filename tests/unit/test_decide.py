@@ -121,10 +121,12 @@ def test_retry_on_a_pull_request_is_marked(settings: Settings, comment: Make) ->
     assert decision.job is not None and decision.job.extra == {"on_pull_request": True}
 
 
-def test_stop_and_help_comments(settings: Settings, comment: Make) -> None:
-    assert decide("issue_comment", comment("/agent stop"), settings).action == "cancel"
-    assert decide("issue_comment", comment("/AGENT help"), settings).action == "help"
-    assert decide("issue_comment", comment("/agent dance"), settings).action == "help"
+@pytest.mark.parametrize(
+    ("body", "kind"), [("/agent stop", JobKind.STOP), ("/AGENT help", JobKind.HELP), ("/agent dance", JobKind.HELP)]
+)
+def test_stop_and_help_comments_are_control_jobs(settings: Settings, comment: Make, body: str, kind: JobKind) -> None:
+    decision = decide("issue_comment", comment(body), settings, delivery_id="d-9")
+    assert decision.action == "enqueue" and decision.job is not None and decision.job.kind == kind
 
 
 def test_comments_from_bots_and_edits_are_ignored(settings: Settings, comment: Make) -> None:
