@@ -17,10 +17,8 @@ SECRET = "test-webhook-secret-1f2e3d"
 def backend_settings(backend: str, data_dir: Path, **overrides: object) -> Iterator[Settings]:
     """Settings whose database_url names a fresh database of `backend`."""
     with _database_url(backend, data_dir) as url:
-        yield Settings(
-            webhook_secret=SECRET, data_dir=data_dir, database_url=url, workers=2, lease_seconds=60,
-            _env_file=None, **overrides,  # type: ignore[arg-type]
-        )  # fmt: skip
+        values: dict[str, object] = {"webhook_secret": SECRET, "workers": 2, "lease_seconds": 60, **overrides}
+        yield Settings(data_dir=data_dir, database_url=url, _env_file=None, **values)  # type: ignore[arg-type]
 
 
 @contextmanager
