@@ -58,6 +58,7 @@ def create_app(
         app.add_api_route(path, receiver.handle, methods=["POST"], include_in_schema=False)
     app.add_api_route("/healthz", _healthz(ledger, embedded_worker), methods=["GET"])
     app.add_api_route("/metrics", _metrics, methods=["GET"])
+    metrics.watch_queue(queue.depth)
     return app
 
 

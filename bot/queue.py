@@ -66,6 +66,10 @@ class JobQueue:
         """Job ids waiting in the queue."""
         return {str(task.args[0]) for task in self.huey.pending() if task.name == TASK_NAME and task.args}
 
+    def depth(self) -> int:
+        """How many job ids wait in the queue."""
+        return int(self.huey.pending_count())
+
     def run_next(self, wait: float) -> bool:
         """Run the next job id through huey (which calls the bound handler); wait up to `wait` s for one."""
         task = self.huey.dequeue()

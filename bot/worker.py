@@ -122,7 +122,8 @@ class Worker:
         keeper = threading.Thread(target=self._keep_lease, args=(job.id, cancel, done), daemon=True)
         keeper.start()
         try:
-            return self._runner(job, cancel)
+            with metrics.job_run(job.kind.value):
+                return self._runner(job, cancel)
         except Exception as exc:  # the edge: a pipeline bug ends this job, never the worker
             log.exception("job runner raised")
             return JobOutcome(JobStatus.FAILED, error=f"{type(exc).__name__}: {exc}")

@@ -13,6 +13,7 @@ from typing import IO, Any
 import docker
 import structlog
 
+from bot import metrics
 from sandbox.base import ExecResult, SandboxConfig, SandboxError
 from sandbox.channel import RunnerChannel, RunnerUnavailable
 from sandbox.engine import (
@@ -94,7 +95,8 @@ class DockerSandbox:
     def execute(self, command: str, *, timeout: float | None = None, cwd: str | None = None) -> ExecResult:
         """Run `command` in a fresh `bash -c`; a timeout kills it inside the sandbox and is reported."""
         seconds = timeout or self.config.timeout
-        reply = self._run(command, seconds, cwd or self.config.cwd, OUTPUT_LIMIT)
+        with metrics.SANDBOX_EXEC_SECONDS.time():
+            reply = self._run(command, seconds, cwd or self.config.cwd, OUTPUT_LIMIT)
         output = reply["output"].encode("utf-8", "surrogateescape").decode("utf-8", "replace")
         extra = {"truncated": True} if reply["truncated"] else {}
         if reply["timed_out"]:

@@ -10,6 +10,7 @@ from typing import Any
 import structlog
 from tenacity import RetryCallState, Retrying, retry_if_exception_type, stop_after_attempt, wait_exponential
 
+from bot import metrics
 from bot.agent.config import ModelConfig
 from bot.agent.errors import (
     ContextWindowExceeded,
@@ -61,9 +62,11 @@ class LitellmModel:
 
     def query(self, messages: list[dict[str, Any]]) -> ModelReply:
         """Send the history (role and content only) and return the reply with its token counts and cost."""
-        response = self._complete([{"role": m["role"], "content": m["content"]} for m in messages])
+        with metrics.MODEL_SECONDS.time():
+            response = self._complete([{"role": m["role"], "content": m["content"]} for m in messages])
         choice = response.choices[0]
         usage = getattr(response, "usage", None)
+        metrics.count_tokens(getattr(usage, "prompt_tokens", 0) or 0, getattr(usage, "completion_tokens", 0) or 0)
         return ModelReply(
             content=choice.message.content or "",
             prompt_tokens=getattr(usage, "prompt_tokens", 0) or 0,

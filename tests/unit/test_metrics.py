@@ -1,0 +1,68 @@
+"""GET /metrics: Prometheus text that prometheus-client's own parser reads, moving as deliveries and jobs happen."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from fastapi.testclient import TestClient
+from prometheus_client.parser import text_string_to_metric_families
+
+from bot.jobs import Job, JobKind, JobOutcome, JobRequest, JobStatus
+from bot.ledger_sqlite import SqliteLedger
+from bot.queue import JobQueue
+from bot.settings import Settings
+from bot.worker import Worker
+
+
+def scrape(client: TestClient) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+    """Every sample of /metrics, keyed by name and sorted labels."""
+    response = client.get("/metrics")
+    assert response.status_code == 200 and response.headers["content-type"].startswith("text/plain")
+    return {
+        (s.name, tuple(sorted(s.labels.items()))): s.value
+        for family in text_string_to_metric_families(response.text)
+        for s in family.samples
+    }
+
+
+def succeed(job: Job, _cancel: threading.Event) -> JobOutcome:
+    return JobOutcome(JobStatus.SUCCEEDED, run_id="run-1")
+
+
+def test_metrics_move_when_a_job_runs(
+    client: TestClient, settings: Settings, ledger: SqliteLedger, job_queue: JobQueue
+) -> None:
+    before = scrape(client)
+    job = ledger.submit(JobRequest(JobKind.FIX, 77, "octo/widgets", 1, "alice", "d-1")).job
+    job_queue.enqueue(job.id)
+    queued = scrape(client)
+    assert queued["minifix_queue_depth", ()] == before["minifix_queue_depth", ()] + 1
+
+    worker = Worker(settings, ledger, job_queue, succeed)
+    assert job_queue.run_next(0)
+    worker.stop(timeout=5)
+    after = scrape(client)
+    finished = ("minifix_jobs_finished_total", (("status", "succeeded"),))
+    durations = ("minifix_job_duration_seconds_count", (("kind", "fix"),))
+    assert after[finished] == before.get(finished, 0) + 1
+    assert after[durations] == before.get(durations, 0) + 1
+    assert after["minifix_queue_depth", ()] == before["minifix_queue_depth", ()]
+    assert after["minifix_jobs_running", ()] == 0
+
+
+def test_deliveries_are_counted_by_event_and_decision(
+    client: TestClient, deliver: Callable[..., Any], examples: Callable[[str], list[dict[str, Any]]]
+) -> None:
+    def pings(samples: dict[tuple[str, tuple[tuple[str, str], ...]], float]) -> float:
+        return sum(v for (name, labels), v in samples.items() if name == "minifix_webhook_deliveries_total"
+                   and ("event", "ping") in labels)  # fmt: skip
+
+    before = pings(scrape(client))
+    assert deliver(client, "ping", {"zen": "Keep it logically awesome.", "hook_id": 1}).status_code == 200
+    samples = scrape(client)
+    assert pings(samples) == before + 1
+    assert samples["minifix_webhook_accept_seconds_count", ()] >= 1
+    for name in ("minifix_model_call_seconds_count", "minifix_sandbox_exec_seconds_count"):
+        assert (name, ()) in samples  # declared, so dashboards see them before the first job
