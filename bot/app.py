@@ -1,4 +1,4 @@
-"""The FastAPI app, composition only: POST /webhook (and Probot's path), GET /healthz, GET /metrics."""
+"""The FastAPI app, composition only: POST /webhook (and Probot's path), /healthz, /metrics, the /runs viewer."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from bot import metrics
 from bot.ledger import Ledger, open_ledger
 from bot.queue import JobQueue, build_queue
 from bot.settings import Settings
+from bot.viewer import register_viewer
 from bot.webhooks.receive import WebhookReceiver
 from bot.worker import Worker
 
@@ -58,6 +59,7 @@ def create_app(
         app.add_api_route(path, receiver.handle, methods=["POST"], include_in_schema=False)
     app.add_api_route("/healthz", _healthz(ledger, embedded_worker), methods=["GET"])
     app.add_api_route("/metrics", _metrics, methods=["GET"])
+    register_viewer(app, settings, ledger)
     metrics.watch_queue(queue.depth)
     return app
 
