@@ -8,6 +8,7 @@ from typing import Any
 
 from bot import gitops
 from bot.agent.loop import AgentResult
+from bot.checks import checks_from_steps, untrusted_summary
 from bot.gateway import GitHubGateway, Issue, PullRequest
 from bot.render import diffstat, fit, render
 from bot.steps import RunFailed
@@ -75,7 +76,8 @@ def pr_body_vars(
         "run": run,
         "stats": stats,
         "diffstat": diffstat(diff),
-        "summary": result.submission.strip(),
+        "summary": untrusted_summary(result.submission),
+        "checks": checks_from_steps(steps_from_messages(result.messages)),
         "links": {"run": run_link},
     }
 
