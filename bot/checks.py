@@ -13,7 +13,7 @@ _CHECK = re.compile(
     r"(?<![\w./-])(?:python[\d.]*\s+-m\s+(?:pytest|unittest)|py\.test|pytest|tox|nox|"
     r"(?:npm|yarn|pnpm)\s+(?:run\s+)?test|go\s+test|cargo\s+test|make\s+(?:test|check)|"
     r"mvn\s+(?:-\S+\s+)*test|gradle\w*\s+test|ctest|rspec|phpunit|jest|mocha|"
-    r"ruff\s+check|mypy|flake8)(?![\w-])"
+    r"ruff\s+check|mypy|flake8)(?![\w.-])"
 )
 # After the check, anything that runs another command regardless (pipe, `;`, `||`, `&`, newline) hides its code.
 _MASKED = re.compile(r"\||;|\n|(?<![>&<])&(?![&>])")
