@@ -46,12 +46,27 @@ def _parser() -> argparse.ArgumentParser:
 
 def _build_worker(settings: Settings) -> Worker:
     from bot.github import GitHubApp
+    from bot.ledger import open_ledger
     from bot.notices import gave_up_notifier
     from bot.pipeline import build_runner
     from bot.worker import build_worker
 
     notify = gave_up_notifier(GitHubApp(settings).for_repo)
-    return build_worker(settings, build_runner(settings), on_gave_up=notify)
+    ledger = open_ledger(settings)  # shared with the runner: `/agent stop` jobs cancel runs through it
+    runner = build_runner(settings, stop_runs=ledger.cancel)
+    worker = build_worker(settings, runner, on_gave_up=notify, ledger=ledger)
+    worker.housekeeping = sweep_sandboxes
+    return worker
+
+
+def sweep_sandboxes() -> None:
+    """Remove sandbox containers past their deadline (left by crashed workers on this engine)."""
+    from sandbox.docker import sweep
+
+    if removed := sweep():
+        import structlog
+
+        structlog.get_logger(__name__).info("expired_sandboxes_removed", count=removed)
 
 
 def _serve(settings: Settings, args: argparse.Namespace) -> int:

@@ -42,6 +42,7 @@ class Worker:
         self.settings, self.ledger, self.queue = settings, ledger, queue
         self._runner = runner
         self._on_gave_up = on_gave_up
+        self.housekeeping: Callable[[], None] | None = None  # e.g. sweeping expired sandbox containers
         self.worker_id = worker_id or f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
         self._stopping = threading.Event()
         self._running: dict[str, CancelSignal] = {}
@@ -95,6 +96,8 @@ class Worker:
         while not self._stopping.is_set():
             try:
                 self.reconcile()
+                if self.housekeeping is not None:
+                    self.housekeeping()
             except Exception:
                 log.exception("reconcile failed")
             self._stopping.wait(RECONCILE_EVERY)

@@ -19,6 +19,7 @@ from sandbox.base import EngineUnavailable, ImageMissing, SandboxConfig, Sandbox
 
 LABEL = "mini-fix"
 RUN_ID_LABEL = "mini-fix.run-id"
+JOB_ID_LABEL = "mini-fix.job-id"
 DEADLINE_LABEL = "mini-fix.deadline"
 
 log = structlog.get_logger(__name__)
@@ -162,8 +163,13 @@ def sweep(client: docker.DockerClient | None = None, *, now: float | None = None
 
 def remove_run_containers(run_id: str, client: docker.DockerClient | None = None) -> int:
     """Force-remove every container of one run, including any created after its starter lost track."""
+    return remove_labelled(RUN_ID_LABEL, run_id, client)
+
+
+def remove_labelled(label: str, value: str, client: docker.DockerClient | None = None) -> int:
+    """Force-remove every mini-fix container whose `label` is `value` (e.g. a dead worker's job)."""
     client = client or connect()
-    return sum(force_remove(client, c["Id"]) for c in _ours(client, f"{RUN_ID_LABEL}={run_id}"))
+    return sum(force_remove(client, c["Id"]) for c in _ours(client, f"{label}={value}"))
 
 
 def _ours(client: docker.DockerClient, label: str) -> list[dict[str, Any]]:

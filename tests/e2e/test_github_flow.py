@@ -160,9 +160,11 @@ def test_killed_worker_job_is_recovered_and_completes_once(github: FakeGitHub, t
         try:
             pr = wait_for(lambda: github.pulls, 240, "a pull request after recovery", second.log)[0]
             rows = wait_for(lambda: [j for j in jobs(data, env) if j["status"] == "succeeded"], 60, "done", second.log)
+            left_over = orphans & sandbox_containers()
         finally:
             second.stop()
             remove_containers(orphans & sandbox_containers())
+    assert orphans and not left_over  # the recovering worker removed the dead worker's container
     assert len(github.pulls) == 1 and pr["head"]["ref"] == f"mini-fix/issue-{issue}"
     assert len(rows) == 1 and rows[0]["attempts"] == 2
     assert len(jobs(data, env)) == 1
