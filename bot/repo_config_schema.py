@@ -1,0 +1,57 @@
+"""`.github/mini-fix.yml`: what a repository (or its organisation) may tune. Unset fields keep the deployment's."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class Limits(BaseModel):
+    """Budgets of one run; None keeps the deployment's default."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    steps: int | None = Field(default=None, ge=1)
+    """Model calls the agent may make (MINIFIX_STEP_LIMIT, else prompts/agent.yaml: 50)."""
+    tokens: int | None = Field(default=None, ge=1)
+    """Prompt plus completion tokens over the run (MINIFIX_TOKEN_LIMIT, else prompts/agent.yaml)."""
+    wall_time: int | None = Field(default=None, ge=1)
+    """Seconds the agent may run (MINIFIX_WALL_TIME_LIMIT, else prompts/agent.yaml)."""
+    memory: str | None = Field(default=None, pattern=r"^\d+[bkmg]?$")
+    """Sandbox memory limit such as `4g` (MINIFIX_SANDBOX_MEMORY)."""
+    cpus: float | None = Field(default=None, gt=0)
+    """Sandbox CPU quota in cores (MINIFIX_SANDBOX_CPUS)."""
+
+
+class RepoConfig(BaseModel):
+    """The repository's settings for mini-fix, after `_extends` and the organisation's defaults are merged."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    enabled: bool = True
+    """Whether the trigger label (and `/agent retry`) starts runs in this repository."""
+    label: str | None = Field(default=None, min_length=1, max_length=50)
+    """The trigger label; None = MINIFIX_LABEL."""
+    model: str | None = None
+    """litellm model name for this repository; None = the deployment's."""
+    image: str | None = None
+    """Sandbox image; None = MINIFIX_SANDBOX_IMAGE."""
+    limits: Limits = Limits()
+    """Step, token, wall-time, memory and CPU budgets."""
+    setup: list[str] = []
+    """Commands run in the sandbox, in order, before the agent starts (e.g. installing dependencies)."""
+    setup_network: bool = False
+    """Give the setup commands a network; it is cut before the agent starts."""
+    test: str | None = None
+    """A command run in the sandbox after the agent; its result goes in the PR body."""
+    protected_paths: list[str] = []
+    """Globs the agent's change may not touch, on top of `.github/workflows/**`."""
+    instructions: str = ""
+    """Extra guidance for the agent (the repository's AGENTS.md is included too)."""
+    allowed_users: list[str] = []
+    """Logins that may trigger runs (with write permission); empty with no teams = every writer."""
+    allowed_teams: list[str] = []
+    """Team slugs of the owner organisation whose members may trigger runs (with write permission)."""
+
+    def allows_everyone(self) -> bool:
+        """True when any writer may trigger runs."""
+        return not self.allowed_users and not self.allowed_teams

@@ -1,0 +1,40 @@
+"""What the webhook path checks in the ledger around `decide`: a repository's own label, dead installations, caps.
+
+Each is one indexed read of the ledger; nothing here calls GitHub.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from bot.abuse import QUEUE_FULL, over_queue_cap
+from bot.jobs import JobKind, JobStatus
+from bot.ledger import Ledger
+from bot.settings import Settings
+from bot.webhooks.decision import Decision, Payload, dig_str, ignore
+
+LABEL_ACTIONS = ("labeled", "unlabeled")
+
+
+def settings_for(event: str, payload: Payload, settings: Settings, ledger: Ledger) -> Settings:
+    """The settings to decide with: the trigger label a worker last read from the repository's config."""
+    if event != "issues" or dig_str(payload, "action") not in LABEL_ACTIONS:
+        return settings
+    repo = dig_str(payload, "repository", "full_name")
+    label = ledger.trigger_label(repo) if repo else None
+    return settings if label is None or label == settings.label else settings.model_copy(update={"label": label})
+
+
+def guard(decision: Decision, settings: Settings, ledger: Ledger) -> Decision:
+    """No job for a deleted or suspended installation; mark a job over its installation's queue cap."""
+    job = decision.job
+    if job is None:
+        return decision
+    if not ledger.installation_active(job.installation_id):
+        return ignore(f"installation {job.installation_id} is suspended or deleted")
+    if settings.max_queued_per_installation > 0 and job.kind in (JobKind.FIX, JobKind.RETRY):
+        queued = ledger.count_jobs(job.installation_id, JobStatus.QUEUED, other_than=(job.repo, job.issue))
+        if over_queue_cap(settings, queued):
+            job = replace(job, extra={**job.extra, QUEUE_FULL: True})
+            return replace(decision, job=job, reason=f"{decision.reason} (queue full: {queued} queued)")
+    return decision
