@@ -104,6 +104,7 @@ def test_pr_body_says_fixes_and_draft_fallback() -> None:
         stats=stats,
         diffstat=diffstat(diff),
         summary="",
+        checks=[],
         links={"run": None},
         draft_fallback=True,
     )
