@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Build the App's image (Dockerfile) without network in the build: wheels are made on the host first.
+# Usage: scripts/build-app-image.sh [BASE_IMAGE] [TAG]   (default base: the offline mini-fix-base:bookworm)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BASE_IMAGE="${1:-mini-fix-base:bookworm}"
+TAG="${2:-mini-fix:latest}"
+PIP=.venv/bin/pip
+mkdir -p build/wheelhouse
+# The project itself, every runtime dependency (with the postgres extra), and pip to install them in the image.
+"$PIP" wheel -q --wheel-dir build/wheelhouse ".[postgres]"
+"$PIP" download -q --only-binary=:all: --dest build/wheelhouse pip
+rm -f build/wheelhouse/mini_fix-*.whl.tmp
+docker build --build-arg BASE_IMAGE="$BASE_IMAGE" -t "$TAG" .
+echo "$TAG"
