@@ -16,6 +16,7 @@ from typing import Any
 
 import psycopg
 
+from bot import ledger_postgres_installs as installs
 from bot import ledger_postgres_ops as ops
 from bot.jobs import Job, JobRequest, JobStatus
 from bot.ledger import SubmitResult
@@ -31,7 +32,7 @@ class PostgresLedger:
         self._local = threading.local()
         self._conns: builtins.list[psycopg.Connection[Any]] = []
         self._conns_lock = threading.Lock()
-        ops.create_schema(self._conn())
+        ops.create_schema(self._conn(), *installs.SCHEMA)
         self._writer = PostgresGroupCommitWriter(self._connect)
 
     def _connect(self) -> psycopg.Connection[Any]:
@@ -65,8 +66,33 @@ class PostgresLedger:
         return self._writer.submit(lambda conn: ops.cancel(conn, repo, issue, reason, on_pull_request)).result()
 
     def record_installation(self, change: InstallationChange) -> builtins.list[Job]:
-        """Record an installation event; returns the jobs it cancelled."""
-        return self._writer.submit(lambda conn: ops.record_installation(conn, change)).result()
+        """Record an installation event (and its label chores); returns the jobs it cancelled."""
+
+        def op(conn: psycopg.Connection[Any]) -> builtins.list[Job]:
+            installs.record(conn, change)
+            return ops.record_installation(conn, change)
+
+        return self._writer.submit(op).result()
+
+    def installation_active(self, installation_id: int) -> bool:
+        """False when the installation was deleted or is suspended."""
+        return installs.active(self._conn(), installation_id)
+
+    def trigger_label(self, repo: str) -> str | None:
+        """The trigger label a worker last read from the repository's (or its owner's) config; None = default."""
+        return installs.trigger_label(self._conn(), repo)
+
+    def remember_label(self, key: str, label: str | None) -> None:
+        """Cache the trigger label of `owner/name`, or of an owner as `owner/*` (None forgets it)."""
+        installs.remember_label(self._conn(), key, label)
+
+    def take_label_chore(self) -> tuple[int, str] | None:
+        """The oldest (installation id, owner/name) still needing its trigger label, removed from the list."""
+        return installs.take_label_chore(self._conn())
+
+    def count_jobs(self, installation_id: int, status: JobStatus, *, other_than: tuple[str, int] | None = None) -> int:
+        """Fix and retry jobs of an installation in `status` (queue-full ones and one issue's left out)."""
+        return installs.count(self._conn(), installation_id, status.value, other_than=other_than)
 
     def installation(self, installation_id: int) -> dict[str, Any] | None:
         """The recorded installation: account, suspended, repositories; None when unknown or deleted."""

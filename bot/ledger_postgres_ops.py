@@ -23,22 +23,24 @@ SCHEMA = (
     lease_expires_at DOUBLE PRECISION, worker_id TEXT, pr_url TEXT, run_id TEXT, error TEXT,
     created_at DOUBLE PRECISION NOT NULL, updated_at DOUBLE PRECISION NOT NULL, extra TEXT NOT NULL DEFAULT '{}',
     seq BIGSERIAL)""",
-    "CREATE UNIQUE INDEX IF NOT EXISTS jobs_one_active ON jobs (repo, issue) WHERE status IN ('queued', 'running')",
+    "CREATE UNIQUE INDEX IF NOT EXISTS jobs_one_active_run ON jobs (repo, issue) "
+    "WHERE status IN ('queued', 'running') AND kind IN ('fix', 'retry')",
     "CREATE INDEX IF NOT EXISTS jobs_status ON jobs (status, lease_expires_at)",
     """CREATE TABLE IF NOT EXISTS installations (
     id BIGINT PRIMARY KEY, account TEXT NOT NULL, suspended INTEGER NOT NULL DEFAULT 0,
     repositories TEXT NOT NULL DEFAULT '[]', updated_at DOUBLE PRECISION NOT NULL)""",
 )
 ACTIVE = "status IN ('queued', 'running')"
+RUNS = "kind IN ('fix', 'retry')"  # control jobs (help, stop) never count as an issue's active job
 RETURNING = ", ".join(f"jobs.{c.strip()}" for c in COLUMNS.split(","))
 Conn = psycopg.Connection[Any]
 
 
-def create_schema(conn: Conn) -> None:
+def create_schema(conn: Conn, *more: str) -> None:
     """Create the tables once, even when several processes start at the same moment."""
     with conn.transaction():
         conn.execute("SELECT pg_advisory_xact_lock(%s)", (SCHEMA_LOCK,))
-        for statement in SCHEMA:
+        for statement in (*SCHEMA, *more):
             conn.execute(statement)
 
 
@@ -85,10 +87,13 @@ def submit(conn: Conn, req: JobRequest) -> SubmitResult:
     issue = req.issue
     if extra.get("on_pull_request") and (found := issue_of_pull(conn, req.repo, req.issue)) is not None:
         issue, extra = found, {**extra, "on_pull_request": False, "pull_request": req.issue}
-    reason = f"superseded by a {req.kind} job from @{req.requester}"
-    superseded, cancelled = stop_active(
-        conn, "repo = %s AND issue = %s", (req.repo, issue), reason, queued_to=JobStatus.SUPERSEDED
-    )
+    superseded: list[Job] = []
+    cancelled: list[Job] = []
+    if not req.kind.is_control:
+        reason = f"superseded by a {req.kind} job from @{req.requester}"
+        superseded, cancelled = stop_active(
+            conn, f"{RUNS} AND repo = %s AND issue = %s", (req.repo, issue), reason, JobStatus.SUPERSEDED
+        )
     now = time.time()
     job = one_job(
         conn,
@@ -131,7 +136,7 @@ def record_installation(conn: Conn, change: InstallationChange) -> list[Job]:
 def cancel(conn: Conn, repo: str, issue: int, reason: str, on_pull_request: bool) -> list[Job]:
     if on_pull_request:
         issue = issue_of_pull(conn, repo, issue) or issue
-    queued, running = stop_active(conn, "repo = %s AND issue = %s", (repo, issue), reason)
+    queued, running = stop_active(conn, f"{RUNS} AND repo = %s AND issue = %s", (repo, issue), reason)
     return queued + running
 
 

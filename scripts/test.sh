@@ -9,5 +9,8 @@ scripts/ensure-docker.sh
 # A real PostgreSQL from Debian's packages for the `postgres` tests (ledger/queue suite, many workers).
 MINIFIX_TEST_POSTGRES_URL="${MINIFIX_TEST_POSTGRES_URL:-$(scripts/ensure-postgres.sh | tail -n1)}"
 export MINIFIX_TEST_POSTGRES_URL
+# `docker-compose config` validates deploy/compose*.yml (Debian ships compose v1; the v2 plugin works too).
+command -v docker-compose >/dev/null || docker compose version >/dev/null 2>&1 \
+    || DEBIAN_FRONTEND=noninteractive apt-get install -y -q docker-compose >/dev/null
 export LITELLM_LOCAL_MODEL_COST_MAP=True
 exec .venv/bin/pytest "$@"

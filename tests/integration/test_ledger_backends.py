@@ -240,3 +240,21 @@ def test_two_processes_racing_one_delivery_record_one_job(ledger: Any, settings:
         led.close()
     assert sum(r.created for r in results) == 1
     assert {r.job.id for r in results} == {j.id for j in ledger.list()}
+
+
+def test_installation_labels_chores_and_counts(ledger: Any) -> None:
+    ledger.record_installation(InstallationChange(77, "created", "octo", ("octo/a", "octo/b")))
+    assert ledger.installation_active(77) and ledger.installation_active(999)
+    assert {ledger.take_label_chore(), ledger.take_label_chore()} == {(77, "octo/a"), (77, "octo/b")}
+    assert ledger.take_label_chore() is None
+    ledger.remember_label("octo/*", "org-label")
+    ledger.remember_label("octo/a", "fix-me")
+    assert (ledger.trigger_label("octo/a"), ledger.trigger_label("octo/z")) == ("fix-me", "org-label")
+    ledger.remember_label("octo/a", None)
+    assert ledger.trigger_label("octo/a") == "org-label"
+    ledger.submit(request(issue=1, delivery="a"))
+    ledger.submit(request(issue=2, delivery="b"))
+    assert ledger.count_jobs(77, JobStatus.QUEUED) == 2
+    assert ledger.count_jobs(77, JobStatus.QUEUED, other_than=("octo/widgets", 1)) == 1
+    ledger.record_installation(InstallationChange(77, "deleted", "octo"))
+    assert not ledger.installation_active(77)
