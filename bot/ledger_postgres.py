@@ -59,9 +59,7 @@ class PostgresLedger:
         """Record a job and wait for the commit."""
         return self.submit_nowait(req).result()
 
-    def cancel(
-        self, repo: str, issue: int, reason: str, *, on_pull_request: bool = False
-    ) -> builtins.list[Job]:
+    def cancel(self, repo: str, issue: int, reason: str, *, on_pull_request: bool = False) -> builtins.list[Job]:
         """Cancel the issue's queued or running job; returns the jobs stopped."""
         return self._writer.submit(lambda conn: ops.cancel(conn, repo, issue, reason, on_pull_request)).result()
 
