@@ -38,6 +38,11 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--image", help="sandbox image")
     run.add_argument("--output", type=Path, help="output directory (default ./out/<run id>)")
 
+    setup = sub.add_parser("setup", help="create the GitHub App from app.yml and save its credentials to .env")
+    setup.add_argument("--port", type=int, default=3333, help="port of the local setup page on 127.0.0.1")
+    setup.add_argument("--org", help="create the App in this organisation (default: your user account)")
+    setup.add_argument("--env-file", type=Path, default=Path(".env"), help="where the credentials are written")
+
     jobs = sub.add_parser("jobs", help="list the job ledger")
     jobs.add_argument("--json", action="store_true", help="one JSON object per line")
     jobs.add_argument("--limit", type=int, default=50)
@@ -53,9 +58,13 @@ def _build_worker(settings: Settings) -> Worker:
 
     notify = gave_up_notifier(GitHubApp(settings).for_repo)
     ledger = open_ledger(settings)  # shared with the runner: `/agent stop` jobs cancel runs through it
-    runner = build_runner(settings, stop_runs=ledger.cancel)
+    runner = build_runner(settings, stop_runs=ledger.cancel, remember_label=ledger.remember_label)
     worker = build_worker(settings, runner, on_gave_up=notify, ledger=ledger)
     worker.housekeeping = sweep_sandboxes
+    if settings.create_labels:
+        from bot.installations import LabelKeeper
+
+        worker.chores.append(LabelKeeper(settings, ledger, GitHubApp(settings).for_repo).run)
     return worker
 
 
@@ -122,7 +131,23 @@ def _jobs(settings: Settings, args: argparse.Namespace) -> int:
     return print_jobs(settings, as_json=args.json, limit=args.limit)
 
 
-COMMANDS = {"serve": _serve, "worker": _worker, "run": _run, "jobs": _jobs}
+def _setup(settings: Settings, args: argparse.Namespace) -> int:
+    from bot.setup_app import SetupFlow, install_url, serve
+
+    flow = SetupFlow(settings, f"http://127.0.0.1:{args.port}/callback", args.env_file, org=args.org)
+    server, done = serve(flow, args.port)
+    print(f"Open http://127.0.0.1:{args.port}/ in a browser on this machine to create the GitHub App.")
+    try:
+        done.wait()
+    finally:
+        server.shutdown()
+    assert flow.result is not None
+    print(f"Saved the App's id, private key and webhook secret to {args.env_file} (mode 0600).")
+    print(f"Install it on your repositories: {install_url(flow.result)}")
+    return 0
+
+
+COMMANDS = {"setup": _setup, "serve": _serve, "worker": _worker, "run": _run, "jobs": _jobs}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -44,6 +44,28 @@ class Ledger(Protocol):
         """Record an installation event; returns the jobs it cancelled (deleted or suspended)."""
         ...
 
+    def installation_active(self, installation_id: int) -> bool:
+        """False when the installation was deleted or is suspended (new triggers for it are ignored)."""
+        ...
+
+    def trigger_label(self, repo: str) -> str | None:
+        """The trigger label a worker last read from the repository's (or its owner's) config; None = default."""
+        ...
+
+    def remember_label(self, key: str, label: str | None) -> None:
+        """Cache the trigger label of `owner/name`, or of an owner as `owner/*` (None forgets it)."""
+        ...
+
+    def take_label_chore(self) -> tuple[int, str] | None:
+        """The oldest (installation id, owner/name) still needing its trigger label, removed from the list."""
+        ...
+
+    def count_jobs(
+        self, installation_id: int, status: JobStatus, *, other_than: tuple[str, int] | None = None
+    ) -> int:
+        """Fix and retry jobs of an installation in `status` (queue-full ones and one issue's left out)."""
+        ...
+
     def get(self, job_id: str) -> Job | None:
         """One job, or None."""
         ...

@@ -11,6 +11,7 @@ from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 
+from bot import ledger_sqlite_installs as installs
 from bot import ledger_sqlite_ops as ops
 from bot.jobs import Job, JobRequest, JobStatus
 from bot.ledger import SubmitResult
@@ -28,6 +29,7 @@ class SqliteLedger:
         self._readers_lock = threading.Lock()
         with self._connect() as conn:
             conn.executescript(ops.SCHEMA)
+            conn.executescript(installs.SCHEMA)
         self._writer = GroupCommitWriter(self._connect)
 
     def _connect(self) -> sqlite3.Connection:
@@ -63,8 +65,34 @@ class SqliteLedger:
         ).result()
 
     def record_installation(self, change: InstallationChange) -> builtins.list[Job]:
-        """Record an installation event; returns the jobs it cancelled."""
-        return self._writer.submit(lambda conn: ops.record_installation(conn, change)).result()
+        """Record an installation event (and its label chores); returns the jobs it cancelled."""
+
+        def op(conn: sqlite3.Connection) -> builtins.list[Job]:
+            installs.record(conn, change)
+            return ops.record_installation(conn, change)
+
+        return self._writer.submit(op).result()
+
+    def installation_active(self, installation_id: int) -> bool:
+        """False when the installation was deleted or is suspended."""
+        return installs.active(self._reader(), installation_id)
+
+    def trigger_label(self, repo: str) -> str | None:
+        """The trigger label a worker last read from the repository's (or its owner's) config; None = default."""
+        return installs.trigger_label(self._reader(), repo)
+
+    def remember_label(self, key: str, label: str | None) -> None:
+        """Cache the trigger label of `owner/name`, or of an owner as `owner/*` (None forgets it)."""
+        self._writer.submit(lambda conn: installs.remember_label(conn, key, label)).result()
+
+    def take_label_chore(self) -> tuple[int, str] | None:
+        """The oldest (installation id, owner/name) still needing its trigger label, removed from the list."""
+        chore: tuple[int, str] | None = self._writer.submit(installs.take_label_chore).result()
+        return chore
+
+    def count_jobs(self, installation_id: int, status: JobStatus, *, other_than: tuple[str, int] | None = None) -> int:
+        """Fix and retry jobs of an installation in `status` (queue-full ones and one issue's left out)."""
+        return installs.count(self._reader(), installation_id, status.value, other_than=other_than)
 
     def installation(self, installation_id: int) -> dict[str, Any] | None:
         """The recorded installation: account, suspended, repositories; None when unknown or deleted."""

@@ -5,9 +5,10 @@ from __future__ import annotations
 import os
 from functools import cached_property
 from pathlib import Path
+from typing import Annotated
 
-from pydantic import Field, SecretStr, model_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic import Field, SecretStr, field_validator, model_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 PLACEHOLDER_SECRETS = {"", "changeme", "change-me", "changethis", "secret", "development", "xxx", "todo"}
 
@@ -61,6 +62,37 @@ class Settings(BaseSettings):
     """A running job's lease; renewed while it runs, re-dispatched after it expires."""
     max_attempts: int = 3
     """Attempts before a job whose worker keeps dying is marked failed."""
+    step_limit: int | None = None
+    """Default agent step limit; None = prompts/agent.yaml's (a repository's config may set its own)."""
+    token_limit: int | None = None
+    """Default token budget per run; None = prompts/agent.yaml's."""
+    wall_time_limit: int | None = None
+    """Default seconds per run; None = prompts/agent.yaml's."""
+    sandbox_memory: str = "2g"
+    """Default sandbox memory limit (swap is set equal)."""
+    sandbox_cpus: float = 1.0
+    """Default sandbox CPU quota, in cores."""
+    allow_owners: Annotated[list[str], NoDecode] = []
+    """Comma-separated owners whose repositories may use the App; empty = every owner."""
+    deny_owners: Annotated[list[str], NoDecode] = []
+    """Comma-separated owners whose deliveries are ignored."""
+    allow_repos: Annotated[list[str], NoDecode] = []
+    """Comma-separated owner/name repositories that may use the App; empty = every repository."""
+    deny_repos: Annotated[list[str], NoDecode] = []
+    """Comma-separated owner/name repositories whose deliveries are ignored."""
+    max_running_per_installation: int = 0
+    """Jobs of one installation running at once across workers (0 = no cap)."""
+    max_queued_per_installation: int = 0
+    """Queued jobs one installation may have; the next trigger gets a queue-full comment (0 = no cap)."""
+    create_labels: bool = True
+    """Create the trigger label in repositories that lack it when the App is installed or gets repositories."""
+
+    @field_validator("allow_owners", "deny_owners", "allow_repos", "deny_repos", mode="before")
+    @classmethod
+    def _split_commas(cls, value: object) -> object:
+        if isinstance(value, str):
+            return [part.strip() for part in value.split(",") if part.strip()]
+        return value
 
     @model_validator(mode="after")
     def _default_database(self) -> Settings:

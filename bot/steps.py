@@ -6,6 +6,7 @@ import re
 import threading
 from collections.abc import Callable
 from pathlib import Path
+from typing import Protocol, runtime_checkable
 
 from bot import gitops
 from bot.agent.config import MiniFixAgentConfig
@@ -120,3 +121,47 @@ def check_submitted(result: AgentResult) -> None:
     """Raise the run's outcome unless the agent submitted."""
     if result.exit_status != "Submitted":
         raise RunFailed(EXIT_OUTCOMES.get(result.exit_status, "agent_crashed"), result.exit_status)
+
+
+SETUP_TIMEOUT = 1800  # seconds for each setup command (installs can be slow)
+TEST_TIMEOUT = 1800
+OUTPUT_TAIL = 3000
+# Whatever setup left untracked (a virtualenv, node_modules, build output) stays out of the agent's diff.
+EXCLUDE_SETUP_OUTPUT = "git ls-files --others --exclude-standard --directory >> .git/info/exclude"
+
+
+@runtime_checkable
+class Offline(Protocol):
+    """A sandbox started with a network for its setup phase, which can cut it before the agent starts."""
+
+    def disconnect_network(self) -> None:
+        """Remove every network from the container; the agent then runs with loopback only."""
+        ...
+
+
+def run_setup(sandbox: Sandbox, commands: list[str], *, networked: bool) -> None:
+    """Run the repository's setup commands in order, then cut the network; a failing command ends the run."""
+    try:
+        for command in commands:
+            result = sandbox.execute(command, timeout=SETUP_TIMEOUT)
+            if result.returncode != 0:
+                tail = result.output[-OUTPUT_TAIL:]
+                raise RunFailed("setup_failed", f"`{command}` exited with {result.returncode}:\n{tail}")
+        if commands:
+            sandbox.execute(EXCLUDE_SETUP_OUTPUT)
+        if networked:
+            if not isinstance(sandbox, Offline):
+                raise RunFailed("sandbox_failed", "this sandbox cannot cut its network after setup")
+            sandbox.disconnect_network()
+    except SandboxError as exc:
+        raise RunFailed(sandbox_outcome(exc), str(exc)) from exc
+
+
+def run_test(sandbox: Sandbox, command: str) -> dict[str, object]:
+    """Run the repository's test command after the agent: command, return code, passed, and the output's tail."""
+    try:
+        result = sandbox.execute(command, timeout=TEST_TIMEOUT)
+    except SandboxError as exc:
+        return {"command": command, "returncode": -1, "passed": False, "output": str(exc)}
+    output = result.output[-OUTPUT_TAIL:] + (f"\n{result.exception_info}" if result.exception_info else "")
+    return {"command": command, "returncode": result.returncode, "passed": result.returncode == 0, "output": output}

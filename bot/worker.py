@@ -8,11 +8,12 @@ import threading
 import time
 import uuid
 from collections.abc import Callable
+from functools import partial
 
 import structlog
 
 from bot import metrics
-from bot.jobs import CancelSignal, Job, JobOutcome, JobStatus
+from bot.jobs import CancelSignal, Job, JobKind, JobOutcome, JobStatus
 from bot.ledger import Ledger, open_ledger
 from bot.queue import JobQueue, build_queue
 from bot.settings import Settings
@@ -43,6 +44,8 @@ class Worker:
         self._runner = runner
         self._on_gave_up = on_gave_up
         self.housekeeping: Callable[[], None] | None = None  # e.g. sweeping expired sandbox containers
+        self.chores: list[Callable[[threading.Event], None]] = []  # background loops, e.g. creating labels
+        self._deferred: dict[int, set[str]] = {}  # installation -> jobs waiting for its running cap
         self.worker_id = worker_id or f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
         self._stopping = threading.Event()
         self._running: dict[str, CancelSignal] = {}
@@ -53,10 +56,10 @@ class Worker:
     def start(self) -> None:
         """Start the job slots and the reconciler."""
         self._stopping.clear()
-        targets = [self._slot] * max(1, self.settings.workers) + [self._reconcile_loop]
+        targets: list[Callable[[], None]] = [self._slot] * max(1, self.settings.workers) + [self._reconcile_loop]
+        targets += [partial(chore, self._stopping) for chore in self.chores]
         self._threads = [
-            threading.Thread(target=target, name=f"worker-{n}", daemon=True)
-            for n, target in enumerate(targets)
+            threading.Thread(target=target, name=f"worker-{n}", daemon=True) for n, target in enumerate(targets)
         ]
         for thread in self._threads:
             thread.start()
@@ -107,6 +110,8 @@ class Worker:
         if self._stopping.is_set():
             self.queue.enqueue(job_id)  # leave it for the next worker
             return None
+        if self._at_running_cap(job_id):
+            return None
         job = self.ledger.claim(job_id, self.worker_id, self.settings.lease_seconds)
         if job is None:
             log.info("job not claimable (done, stopped or held by another worker)", job_id=job_id)
@@ -149,9 +154,29 @@ class Worker:
                 cancel.cancel(reason)
                 return
 
+    def _at_running_cap(self, job_id: str) -> bool:
+        """True (and the job set aside) when its installation already runs its cap of jobs."""
+        cap = self.settings.max_running_per_installation
+        job = self.ledger.get(job_id) if cap > 0 else None
+        if job is None or job.status != JobStatus.QUEUED or job.kind not in (JobKind.FIX, JobKind.RETRY):
+            return False
+        if self.ledger.count_jobs(job.installation_id, JobStatus.RUNNING) < cap:
+            return False
+        with self._lock:  # dispatched again when one of the installation's jobs ends (or by the reconciler)
+            self._deferred.setdefault(job.installation_id, set()).add(job_id)
+        log.info("job waits for its installation's running cap", job_id=job_id, cap=cap)
+        return True
+
+    def _release_deferred(self, installation_id: int) -> None:
+        with self._lock:
+            waiting = self._deferred.pop(installation_id, set())
+        for job_id in sorted(waiting):
+            self.queue.enqueue(job_id)
+
     def _settle(self, job: Job, outcome: JobOutcome) -> JobStatus | None:
         with self._lock:
             self._running.pop(job.id, None)
+        self._release_deferred(job.installation_id)
         if self._stopping.is_set() and outcome.status not in KEEP_ON_STOP:
             self._requeue(job.id)
             return JobStatus.QUEUED

@@ -165,6 +165,16 @@ class DockerSandbox:
         diff: str = reply["output"]
         return diff
 
+    def disconnect_network(self) -> None:
+        """Remove the container from every network it is on (a setup phase had one); loopback stays."""
+        with translated(self.config.image):
+            networks = self.client.api.inspect_container(self.container_id)["NetworkSettings"]["Networks"] or {}
+            for name in networks:
+                self.client.api.disconnect_container_from_network(self.container_id, name, force=True)
+            left = self.client.api.inspect_container(self.container_id)["NetworkSettings"]["Networks"] or {}
+        if left:
+            raise SandboxError(f"the sandbox is still on networks {sorted(left)} after disconnecting them")
+
     def template_vars(self) -> dict[str, Any]:
         """Variables for prompt templates: system, release, version, machine (of the sandbox), cwd."""
         if not self._uname:

@@ -4,13 +4,15 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from bot.abuse import refusal
 from bot.settings import Settings
 from bot.webhooks import comments, installations, issues
-from bot.webhooks.decision import CancelRequest, Decision, InstallationChange, Payload, ignore
+from bot.webhooks.decision import CancelRequest, Decision, InstallationChange, Payload, dig_str, ignore
 
 __all__ = ["CancelRequest", "Decision", "InstallationChange", "decide"]
 
 Handler = Callable[[Payload, Settings, str], Decision]
+GUARDED = frozenset({"issues", "issue_comment"})  # events about one repository, checked against the allow/deny lists
 ROUTES: dict[str, Handler] = {
     "issues": issues.decide,
     "issue_comment": comments.decide,
@@ -24,4 +26,7 @@ def decide(event: str, payload: Payload, settings: Settings, *, delivery_id: str
     handler = ROUTES.get(event)
     if handler is None:
         return ignore(f"event {event!r} is not handled")
+    repo = dig_str(payload, "repository", "full_name")
+    if event in GUARDED and repo and (refused := refusal(settings, repo)):
+        return ignore(refused)
     return handler(payload, settings, delivery_id)

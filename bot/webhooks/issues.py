@@ -31,7 +31,9 @@ def _labeled(ctx: IssueContext, payload: Payload, settings: Settings, delivery_i
         return ignore("labeled a pull request, not an issue")
     if ctx.state != "open":
         return ignore("the issue is closed")
-    job = JobRequest(JobKind.FIX, ctx.installation_id, ctx.repo, ctx.issue, ctx.sender, delivery_id)
+    # The worker drops the job if the repository's config names another label (the webhook's label may be stale).
+    label: dict[str, object] = {"label": dig_str(payload, "label", "name")}
+    job = JobRequest(JobKind.FIX, ctx.installation_id, ctx.repo, ctx.issue, ctx.sender, delivery_id, extra=label)
     return Decision("enqueue", f"label {settings.label!r} added", job=job)
 
 

@@ -17,6 +17,7 @@ from bot.ledger import Ledger
 from bot.queue import JobQueue
 from bot.settings import Settings
 from bot.webhooks import ROUTES, Decision, decide
+from bot.webhooks.guards import guard, settings_for
 
 MAX_BODY = 25 * 1024 * 1024  # GitHub caps payloads at 25 MB
 SECRET_HINT = (
@@ -101,12 +102,18 @@ class WebhookReceiver:
             log.info("ping", zen=payload.get("zen"))
             return 200, {"action": "pong"}
         try:
-            decision = decide(event, payload, self._settings, delivery_id=delivery)
+            settings = settings_for(event, payload, self._settings, self._ledger)
+        except Exception as exc:
+            log.exception("could not read the ledger")
+            raise Rejected(503, "could not read the job ledger; redeliver it from the App's settings") from exc
+        try:
+            decision = decide(event, payload, settings, delivery_id=delivery)
         except Exception as exc:  # a payload shape we did not foresee is the sender's problem, not a 500
             log.exception("could not decide on the delivery")
             raise Rejected(400, "payload could not be read") from exc
         with structlog.contextvars.bound_contextvars(**decision.log_fields()):
             try:
+                decision = guard(decision, settings, self._ledger)
                 answer = await self._apply(decision)
             except Exception as exc:
                 log.exception("could not record the delivery")

@@ -43,6 +43,8 @@ class FakeGitHub:
         self.reactions: list[dict[str, Any]] = []
         self.pulls: list[dict[str, Any]] = []
         self.permissions: dict[str, str] = {}
+        self.labels: dict[str, list[dict[str, Any]]] = {}  # repo -> labels (name, color, description)
+        self.teams: dict[tuple[str, str], set[str]] = {}  # (org, team slug) -> member logins
         self.tokens: dict[str, dict[str, Any]] = {}  # token -> {installation, repositories, permissions}
         self.requests: list[tuple[str, str]] = []  # (method, path) of every request
         self.git_requests: list[tuple[str, int]] = []  # (path, status) of every git request

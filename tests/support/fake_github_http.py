@@ -12,6 +12,8 @@ from http.server import BaseHTTPRequestHandler
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
+from tests.support.fake_github_config import ROUTES as config_routes
+
 Reply = tuple[int, Any]
 REPO = r"/repos/(?P<owner>[^/]+)/(?P<name>[^/]+)"
 LEGACY = {"admin": "admin", "maintain": "write", "write": "write", "triage": "read", "read": "read"}
@@ -287,6 +289,7 @@ def update_pull(gh: Any, g: dict[str, str], q: dict[str, str], body: Any) -> Rep
 
 
 ROUTES: list[tuple[str, str, Handler, str]] = [
+    *config_routes,
     ("GET", "/app", get_app, "jwt"),
     ("POST", r"/app/installations/(?P<installation>\d+)/access_tokens", mint_token, "jwt"),
     ("GET", r"/users/(?P<login>[^/]+)", get_user, "any"),

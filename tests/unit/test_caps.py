@@ -19,7 +19,10 @@ from bot.worker import Worker
 from tests.support.fake_github import FakeGitHub
 from tests.support.scripted_model import bash
 from tests.support.webhooks import labeled
-from tests.unit.test_pipeline import FIX, SUBMIT, World, github  # noqa: F401  (github is a fixture)
+from tests.unit import test_pipeline
+from tests.unit.test_pipeline import FIX, SUBMIT, World
+
+github = test_pipeline.github  # the fake GitHub fixture, shared with the pipeline tests
 
 
 @pytest.fixture

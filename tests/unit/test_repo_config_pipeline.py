@@ -8,7 +8,10 @@ from bot.jobs import JobStatus
 from tests.support.fake_github import FakeGitHub
 from tests.support.fake_github_config import commit_files
 from tests.support.scripted_model import bash
-from tests.unit.test_pipeline import FIX, REPO, SUBMIT, World, github  # noqa: F401  (github is a fixture)
+from tests.unit import test_pipeline
+from tests.unit.test_pipeline import FIX, REPO, SUBMIT, World
+
+github = test_pipeline.github  # the fake GitHub fixture, shared with the pipeline tests
 
 CONFIG = ".github/mini-fix.yml"
 
