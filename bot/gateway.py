@@ -78,6 +78,10 @@ class GitHubGateway(Protocol):
         """Every comment on an issue, oldest first."""
         ...
 
+    def list_review_comments(self, number: int) -> list[Comment]:
+        """Every review comment on a pull request's diff, oldest first (body prefixed with its file and line)."""
+        ...
+
     def add_reaction(self, number: int, content: str, *, comment_id: int | None = None) -> None:
         """React to an issue, or to one of its comments."""
         ...
@@ -116,6 +120,22 @@ class GitHubGateway(Protocol):
 
     def bot_identity(self) -> BotIdentity:
         """The App's bot user (`<slug>[bot]` and its noreply email)."""
+        ...
+
+    def read_file(self, path: str) -> str | None:
+        """A file's text on the default branch; None when it (or access to the repository) is missing."""
+        ...
+
+    def list_labels(self) -> list[str]:
+        """The names of the repository's labels."""
+        ...
+
+    def create_label(self, name: str, color: str, description: str) -> None:
+        """Create a label (one that already exists is left alone)."""
+        ...
+
+    def team_member(self, team: str, user: str) -> bool:
+        """Whether `user` is an active member of team `team` (a slug) of the owner organisation."""
         ...
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -16,6 +17,7 @@ from bot.settings import Settings
 # What a job's REST token may do; git pushes get a narrower token of their own (contents only).
 JOB_PERMISSIONS: Any = {"contents": "write", "issues": "write", "pull_requests": "write", "metadata": "read"}
 GIT_PERMISSIONS = {"contents": "write", "metadata": "read"}
+TEAM_PERMISSIONS: Any = {"members": "read"}  # only for `allowed_teams`; jobs never ask for it otherwise
 KNOWN_ROLES = ("admin", "maintain", "write", "triage", "read")
 DRAFT_UNSUPPORTED = "draft pull requests are not supported"
 
@@ -47,6 +49,14 @@ def _message(exc: RequestFailed) -> str:
     return "; ".join(m for m in [str(data.get("message", "")), *details] if m)
 
 
+def status_of(exc: GitHubError) -> int | None:
+    """The HTTP status behind a GitHubError (also one raised while minting its token), if any."""
+    cause = exc.__cause__
+    if isinstance(cause, RequestError) and isinstance(cause.exc, RequestFailed):
+        cause = cause.exc
+    return cause.response.status_code if isinstance(cause, RequestFailed) else None
+
+
 def role_of(data: dict[str, Any]) -> str:
     """The precise role from a collaborator-permission answer; legacy `permission` says write for maintain."""
     role = str(data.get("role_name") or "")
@@ -65,6 +75,16 @@ def _pull(data: dict[str, Any]) -> PullRequest:
         draft=bool(data.get("draft", False)),
         head=str((data.get("head") or {}).get("ref", "")),
     )
+
+
+def _comment(data: dict[str, Any], body: str) -> Comment:
+    login = str((data.get("user") or {}).get("login", ""))
+    return Comment(int(data["id"]), login, body, str(data.get("created_at") or ""))
+
+
+def _review_body(data: dict[str, Any]) -> str:
+    line = data.get("line") or data.get("original_line") or "?"
+    return f"On `{data.get('path', '')}` line {line}:\n{data.get('body') or ''}"
 
 
 class GitHubApp:
@@ -89,7 +109,8 @@ class GitHubApp:
         auth = self._auth.as_installation(installation_id, repositories=[name], permissions=JOB_PERMISSIONS)
         client = self._client(auth)
         mint, identity = (lambda: self.mint_token(installation_id, name)), (lambda: self.bot_identity(client))
-        return RepoGateway(client, owner, name, mint, identity)
+        teams = lambda: self._client(self._auth.as_installation(installation_id, permissions=TEAM_PERMISSIONS))  # noqa: E731
+        return RepoGateway(client, owner, name, mint, identity, teams=teams)
 
     def mint_token(self, installation_id: int, name: str) -> str:
         """A new installation token for git, outside githubkit's cache, narrowed to one repository."""
@@ -119,8 +140,11 @@ class RepoGateway:
         name: str,
         mint: Callable[[], str],
         identity: Callable[[], BotIdentity],
+        *,
+        teams: Callable[[], GitHub[Any]] | None = None,
     ) -> None:
         self._gh = github  # keep the GitHub object alive: its REST namespace does not hold it
+        self._teams = teams or (lambda: github)
         self.owner, self.name = owner, name
         self._mint, self._identity = mint, identity
         self._prefix = f"/repos/{owner}/{name}"
@@ -154,26 +178,23 @@ class RepoGateway:
 
     def list_comments(self, number: int) -> list[Comment]:
         """All comments on the issue, oldest first."""
-        comments: list[Comment] = []
+        return [
+            _comment(c, str(c.get("body") or "")) for c in self._pages("listing comments", f"/issues/{number}/comments")
+        ]
+
+    def list_review_comments(self, number: int) -> list[Comment]:
+        """All review comments on the PR's diff, oldest first, each body prefixed with its file and line."""
+        found = self._pages("listing review comments", f"/pulls/{number}/comments")
+        return [_comment(c, _review_body(c)) for c in found]
+
+    def _pages(self, what: str, path: str) -> list[dict[str, Any]]:
+        items: list[dict[str, Any]] = []
         page = 1
         while True:
-            batch = self._json(
-                "listing comments",
-                "GET",
-                f"/issues/{number}/comments",
-                params={"per_page": 100, "page": page},
-            )
-            comments += [
-                Comment(
-                    int(c["id"]),
-                    str((c.get("user") or {}).get("login", "")),
-                    str(c.get("body") or ""),
-                    str(c.get("created_at") or ""),
-                )
-                for c in batch
-            ]
+            batch = self._json(what, "GET", path, params={"per_page": 100, "page": page})
+            items += batch
             if len(batch) < 100:
-                return comments
+                return items
             page += 1
 
     def add_reaction(self, number: int, content: str, *, comment_id: int | None = None) -> None:
@@ -193,9 +214,7 @@ class RepoGateway:
     def get_repo(self) -> RepoInfo:
         """Default branch, clone URL, visibility."""
         d = self._json("reading the repository", "GET", "")
-        return RepoInfo(
-            str(d["full_name"]), str(d["default_branch"]), str(d["clone_url"]), bool(d["private"])
-        )
+        return RepoInfo(str(d["full_name"]), str(d["default_branch"]), str(d["clone_url"]), bool(d["private"]))
 
     def find_open_pr(self, branch: str) -> PullRequest | None:
         """The open PR from `<owner>:<branch>` (GitHub ignores a head filter without the owner)."""
@@ -228,3 +247,48 @@ class RepoGateway:
     def bot_identity(self) -> BotIdentity:
         """The App's bot user."""
         return self._identity()
+
+    def read_file(self, path: str) -> str | None:
+        """A file's text on the default branch (no `ref`); None when it or the repository is out of reach."""
+        try:
+            data = self._json("reading a file", "GET", f"/contents/{path}")
+        except GitHubError as exc:
+            if status_of(exc) in (404, 422):  # 422: this installation cannot mint a token for the repository
+                return None
+            raise
+        if not isinstance(data, dict) or data.get("type") != "file":
+            return None
+        return base64.b64decode(str(data.get("content") or "")).decode("utf-8", "replace")
+
+    def list_labels(self) -> list[str]:
+        """The names of the repository's labels (every page)."""
+        names: list[str] = []
+        page = 1
+        while True:
+            params = {"per_page": 100, "page": page}
+            batch = self._json("listing labels", "GET", "/labels", params=params)
+            names += [str(label["name"]) for label in batch]
+            if len(batch) < 100:
+                return names
+            page += 1
+
+    def create_label(self, name: str, color: str, description: str) -> None:
+        """Create a label; a 422 (`already_exists`: someone made it meanwhile) is not an error."""
+        body = {"name": name, "color": color, "description": description}
+        try:
+            self._json("creating a label", "POST", "/labels", json=body)
+        except GitHubError as exc:
+            if status_of(exc) != 422:
+                raise
+
+    def team_member(self, team: str, user: str) -> bool:
+        """Whether `user` is an active member of the owner organisation's team `team`."""
+        client = self._teams()
+        try:
+            with _translated("reading a team membership"):
+                resp = client.request("GET", f"/orgs/{self.owner}/teams/{team}/memberships/{user}")
+        except GitHubError as exc:
+            if status_of(exc) == 404:
+                return False
+            raise
+        return bool(resp.json().get("state") == "active")

@@ -7,22 +7,26 @@ import threading
 import time
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
 from typing import Any
 
 import structlog
 
-from bot import gitops, steps
+from bot import gitops, signing, steps
 from bot.agent.config import MiniFixAgentConfig, ModelConfig
 from bot.agent.loop import AgentResult, StepEvent
 from bot.agent.model_base import Model
+from bot.control import StopRuns, run_control
+from bot.feedback import review_feedback
 from bot.gateway import GitHubError, GitHubGateway, Issue, can_write
-from bot.jobs import Job, JobKind, JobOutcome, JobStatus
+from bot.jobs import Job, JobKind, JobOutcome, JobStatus, cancel_reason
 from bot.progress import StatusComment
 from bot.publish import Published, attach_trajectory, open_or_update_pr, pr_body_vars, push_change
 from bot.render import outcome, render
+from bot.repo_config_apply import RememberLabel, admit, agent_config_for, guidance, reader, sandbox_config_for
+from bot.repo_config_schema import RepoConfig
 from bot.settings import Settings
 from bot.steps import RunFailed
 from bot.task import build_task, clean
@@ -49,6 +53,8 @@ class PipelineDeps:
     agent_config: MiniFixAgentConfig
     clock: Callable[[], float] = time.monotonic
     workdir: Path | None = None  # parent of the per-run checkout directories (None: the system temp dir)
+    stop_runs: StopRuns | None = None  # Ledger.cancel, for `/agent stop` jobs
+    remember_label: RememberLabel | None = None  # Ledger.remember_label: the webhook path learns renamed labels
 
 
 @dataclass
@@ -63,6 +69,8 @@ class RunState:
     result: AgentResult | None = None
     published: Published | None = None
     paths: list[str] = field(default_factory=list)
+    config: RepoConfig = field(default_factory=RepoConfig)
+    test: dict[str, object] | None = None
 
 
 def run_job(job: Job, cancel: threading.Event, deps: PipelineDeps) -> JobOutcome:
@@ -74,19 +82,38 @@ def run_job(job: Job, cancel: threading.Event, deps: PipelineDeps) -> JobOutcome
         gh = deps.github(job.installation_id, job.repo)
         try:
             number = steps.issue_number(gh, job)
+            if job.kind.is_control:
+                return _control(job, gh, number, deps)
             role = gh.permission(job.requester)
             if not can_write(role):
                 gh.create_comment(number, render("denied_comment.md", requester=job.requester, role=role))
                 log.info("job_denied", role=role)
                 return JobOutcome(JobStatus.DENIED, run_id=run_id, error=f"requester role is {role}")
-            return _run(job, cancel, deps, gh, number, run_id)
+            read = reader(deps.github, job.installation_id, gh, job.repo)
+            admitted = admit(job, gh, number, deps.settings, read, deps.remember_label)
+            if isinstance(admitted, JobOutcome):
+                return replace(admitted, run_id=run_id)
+            deps = replace(deps, agent_config=agent_config_for(deps.agent_config, deps.settings, admitted))
+            return _run(job, cancel, deps, gh, number, run_id, admitted)
         except (GitHubError, RunFailed) as exc:  # before a status comment exists: nowhere useful to write
             log.warning("job_failed_early", error=str(exc))
             return JobOutcome(JobStatus.FAILED, run_id=run_id, error=str(exc))
 
 
+def _control(job: Job, gh: GitHubGateway, number: int, deps: PipelineDeps) -> JobOutcome:
+    if deps.stop_runs is None:
+        raise RunFailed("agent_crashed", "this worker was built without a ledger to stop runs with")
+    return run_control(job, gh, number, deps.stop_runs, deps.settings.label)
+
+
 def _run(
-    job: Job, cancel: threading.Event, deps: PipelineDeps, gh: GitHubGateway, number: int, run_id: str
+    job: Job,
+    cancel: threading.Event,
+    deps: PipelineDeps,
+    gh: GitHubGateway,
+    number: int,
+    run_id: str,
+    config: RepoConfig,
 ) -> JobOutcome:
     gh.add_reaction(number, "eyes")
     if job.comment_id:
@@ -99,7 +126,7 @@ def _run(
         "retry": job.kind == JobKind.RETRY,
         "exit_status": "",
     }
-    state = RunState(job, gh, number, run, StatusComment(gh, number, run, deps.clock))
+    state = RunState(job, gh, number, run, StatusComment(gh, number, run, deps.clock), config=config)
     state.status.start()
     try:
         _attempt(state, cancel, deps, model_config)
@@ -108,6 +135,8 @@ def _run(
         key, detail = exc.outcome, exc.detail
     except GitHubError as exc:
         key, detail = "github_failed", str(exc)
+    if key == "cancelled":
+        state.run["stop_reason"] = detail = cancel_reason(cancel) or detail
     return _report(state, key, detail, deps.settings)
 
 
@@ -121,23 +150,28 @@ def _attempt(state: RunState, cancel: threading.Event, deps: PipelineDeps, model
         token = gh.git_token()
         steps.clone(repo, token, checkout)
         _check_cancel(cancel)
+        comments = gh.list_comments(state.number)
+        if state.job.kind == JobKind.RETRY:  # what reviewers said on the PR since the last run
+            comments += review_feedback(gh, state.number, comments, state.status.comment_id)
         task = build_task(
             issue,
-            gh.list_comments(state.number),
+            comments,
             guidance=state.job.guidance,
             can_write=lambda user: can_write(gh.permission(user)),
         )
+        if extra := guidance(state.config, checkout):
+            task = f"{task}\n\n{extra}"
         diff = _sandboxed(state, cancel, deps, model_config, task, checkout, secrets=[token])
         if not diff.strip():
             raise RunFailed("empty_diff")
-        state.paths = gitops.protected_paths(diff)
+        state.paths = gitops.protected_paths(diff, state.config.protected_paths)
         if state.paths:
             raise RunFailed("protected_paths", ", ".join(state.paths))
         _check_cancel(cancel)
         push_change(gh, checkout, diff, issue=issue, run=state.run, token=token)
     link = run_link(deps.settings, run_id)
     assert state.result is not None
-    body_vars = pr_body_vars(issue, state.run, state.result, diff, link)
+    body_vars = {**pr_body_vars(issue, state.run, state.result, diff, link), "test": state.test}
     state.published = open_or_update_pr(gh, issue=issue, base=repo.default_branch, body_vars=body_vars)
     messages = redact(state.result.messages, [token, *deps.settings.secrets])
     attach_trajectory(
@@ -156,7 +190,7 @@ def _sandboxed(
 ) -> str:
     """Start the sandbox, run the agent in it, take the diff; the container is removed whatever happens."""
     config = deps.agent_config
-    sandbox_config = config.environment.to_sandbox_config(SandboxConfig(image=deps.settings.sandbox_image))
+    sandbox_config = sandbox_config_for(config, deps.settings, state.config)
     run_id = state.run["run_id"]
     writer = TrajectoryWriter(
         deps.settings.data_dir / "runs" / run_id / "trajectory.json",
@@ -165,6 +199,7 @@ def _sandboxed(
     )
     sandbox = steps.start_sandbox(deps.sandbox, sandbox_config, run_id, checkout)
     try:
+        steps.run_setup(sandbox, state.config.setup, networked=sandbox_config.network)
         state.result = steps.run_agent(
             deps.model(model_config),
             sandbox,
@@ -176,7 +211,10 @@ def _sandboxed(
         )
         state.run["exit_status"] = state.result.exit_status
         steps.check_submitted(state.result)
-        return steps.take_diff(sandbox)
+        diff = steps.take_diff(sandbox)
+        if state.config.test:
+            state.test = steps.run_test(sandbox, state.config.test)
+        return diff
     finally:
         sandbox.close()
 
@@ -226,8 +264,8 @@ def _report(state: RunState, key: str, detail: str, settings: Settings) -> JobOu
 
 
 def run_link(settings: Settings, run_id: str) -> str | None:
-    """The run's page on this App, when it has a public URL."""
-    return f"{settings.public_url.rstrip('/')}/runs/{run_id}" if settings.public_url else None
+    """The run's viewer page on this App, signed so only holders of the link can read it; None without a public URL."""
+    return signing.signed_run_url(settings, run_id)
 
 
 def resolve_model_config(config: MiniFixAgentConfig, settings: Settings) -> ModelConfig:
@@ -240,7 +278,9 @@ def resolve_model_config(config: MiniFixAgentConfig, settings: Settings) -> Mode
     )
 
 
-def build_runner(settings: Settings) -> Callable[[Job, threading.Event], JobOutcome]:
+def build_runner(
+    settings: Settings, *, stop_runs: StopRuns | None = None, remember_label: RememberLabel | None = None
+) -> Callable[[Job, threading.Event], JobOutcome]:
     """The real pipeline: the App, the Docker sandbox, litellm (imported here, never at startup)."""
     from bot.agent.config import load_config
     from bot.github import GitHubApp
@@ -248,19 +288,48 @@ def build_runner(settings: Settings) -> Callable[[Job, threading.Event], JobOutc
     app = GitHubApp(settings)
     api_key = settings.model_api_key.get_secret_value() if settings.model_api_key else None
 
-    def sandbox(config: SandboxConfig, run_id: str) -> Sandbox:
-        from sandbox.docker import DockerSandbox
+    def sandbox_for(job: Job) -> Callable[[SandboxConfig, str], Sandbox]:
+        def start(config: SandboxConfig, run_id: str) -> Sandbox:
+            from sandbox.docker import DockerSandbox
+            from sandbox.engine import JOB_ID_LABEL
 
-        return DockerSandbox.start(config, run_id, labels={"mini-fix.run-id": run_id})
+            return DockerSandbox.start(config, run_id, labels={JOB_ID_LABEL: job.id})
+
+        return start
 
     def model(config: ModelConfig) -> Model:
         from bot.agent.model import LitellmModel
 
         return LitellmModel(config, api_key=api_key)
 
-    deps = PipelineDeps(settings, app.for_repo, sandbox, model, load_config(settings.agent_config))
+    agent_config = load_config(settings.agent_config)
 
     def runner(job: Job, cancel: threading.Event) -> JobOutcome:
+        if job.attempts > 1:
+            remove_stale_containers(job)
+        deps = PipelineDeps(
+            settings,
+            app.for_repo,
+            sandbox_for(job),
+            model,
+            agent_config,
+            stop_runs=stop_runs,
+            remember_label=remember_label,
+        )
         return run_job(job, cancel, deps)
 
     return runner
+
+
+def remove_stale_containers(job: Job) -> None:
+    """A dead worker's container for this job would hold its memory until the deadline: remove it now."""
+    from sandbox.base import SandboxError
+    from sandbox.engine import JOB_ID_LABEL, remove_labelled
+
+    try:
+        removed = remove_labelled(JOB_ID_LABEL, job.id)
+    except SandboxError as exc:
+        log.warning("stale_container_cleanup_failed", job_id=job.id, error=str(exc))
+        return
+    if removed:
+        log.info("stale_containers_removed", job_id=job.id, count=removed)

@@ -11,6 +11,9 @@ MINIFIX_TEST_POSTGRES_URL="${MINIFIX_TEST_POSTGRES_URL:-$(scripts/ensure-postgre
 export MINIFIX_TEST_POSTGRES_URL
 # `docker-compose config` validates deploy/compose*.yml (Debian ships compose v1; the v2 plugin works too).
 command -v docker-compose >/dev/null || docker compose version >/dev/null 2>&1 \
-    || DEBIAN_FRONTEND=noninteractive apt-get install -y -q docker-compose >/dev/null
+    || DEBIAN_FRONTEND=noninteractive apt-get install -y -q docker-compose >/dev/null \
+    || { apt-get update -q >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -q docker-compose >/dev/null; }
+# Headless Chromium for the viewer test (marker `browser`); MINIFIX_SKIP_BROWSER=1 skips both install and test.
+[ "${MINIFIX_SKIP_BROWSER:-}" = "1" ] || scripts/ensure-chromium.sh
 export LITELLM_LOCAL_MODEL_COST_MAP=True
 exec .venv/bin/pytest "$@"
