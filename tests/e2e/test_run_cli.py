@@ -77,7 +77,9 @@ def test_run_fixes_the_bug_and_the_patch_applies(buggy_repo: Path, tmp_path: Pat
 
 
 def test_run_reports_an_unreachable_model(buggy_repo: Path, tmp_path: Path) -> None:
-    result = _mini_fix_run(buggy_repo, tmp_path / "out", "http://127.0.0.1:9/v1")
+    config = tmp_path / "fast-retries.yaml"
+    config.write_text("model:\n  max_attempts: 2\n  retry_wait_seconds: 0.1\n")
+    result = _mini_fix_run(buggy_repo, tmp_path / "out", "http://127.0.0.1:9/v1", "--config", str(config))
     assert result.returncode != 0
     assert "127.0.0.1:9" in result.stdout + result.stderr
     assert (tmp_path / "out" / "trajectory.json").exists()
