@@ -21,7 +21,7 @@ import pytest
 from tests.support.app_process import AppProcess
 from tests.support.fake_github import FakeGitHub, throwaway_key
 from tests.support.model_server import ScriptedModelServer, bash_reply
-from tests.support.webhooks import deliver, labeled
+from tests.support.webhooks import deliver, installation_created, labeled, pr_comment
 
 pytestmark = [pytest.mark.docker, pytest.mark.e2e]
 
@@ -168,3 +168,50 @@ def test_killed_worker_job_is_recovered_and_completes_once(github: FakeGitHub, t
     assert len(github.pulls) == 1 and pr["head"]["ref"] == f"mini-fix/issue-{issue}"
     assert len(rows) == 1 and rows[0]["attempts"] == 2
     assert len(jobs(data, env)) == 1
+
+
+def test_retry_on_the_pr_carries_guidance_and_updates_the_same_pr(github: FakeGitHub, tmp_path: Path) -> None:
+    issue = github.add_issue(REPO, "add() subtracts", "add(2, 3) returns -1", author="alice")
+    retry = [
+        bash_reply("cat calc.py", "Follow the maintainer's guidance."),
+        bash_reply("printf 'def add(a, b):\\n    return sum((a, b))\\n' > calc.py && python3 -m unittest -q"),
+        bash_reply("printf 'COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT\\nadd() uses sum().\\n'", "Submit."),
+    ]
+    with ScriptedModelServer([*FIX, *retry]) as model:
+        app = AppProcess(app_env(github, model, tmp_path / "data"), tmp_path / "app.log").start()
+        try:
+            deliver(f"{app.url}/webhook", "issues", labeled(REPO, issue, sender="alice"), SECRET)
+            pr = wait_for(lambda: github.pulls, 240, "the first pull request", app.log)[0]
+            first_head = wait_for(lambda: github.branch_head(REPO, f"mini-fix/issue-{issue}"), 30, "branch")
+            wait_for(lambda: jobs(tmp_path / "data", app.env)[0]["status"] == "succeeded", 60, "run 1", app.log)
+            comment = pr_comment(REPO, pr["number"], "/agent retry use the helper sum() instead", sender="alice")
+            assert deliver(f"{app.url}/webhook", "issue_comment", comment, SECRET).status_code == 202
+            wait_for(lambda: len(model.requests) == 6, 240, "the retry's model calls", app.log)
+            wait_for(lambda: [j["status"] for j in jobs(tmp_path / "data", app.env)][:1] == ["succeeded"]
+                     and len(jobs(tmp_path / "data", app.env)) == 2, 120, "run 2", app.log)
+        finally:
+            app.stop()
+    assert "use the helper sum() instead" in model.requests[3]["messages"][1]["content"]
+    assert github.branch_head(REPO, f"mini-fix/issue-{issue}") != first_head
+    assert "sum((a, b))" in github.show(REPO, f"mini-fix/issue-{issue}", "calc.py")
+    assert len(github.pulls) == 1 and "add() uses sum()" in github.pulls[0]["body"]
+
+
+def test_org_config_renames_the_label_and_limits_the_steps(github: FakeGitHub, tmp_path: Path) -> None:
+    github.add_repo("acme", ".github", {".github/mini-fix.yml": "label: ai-fix\nlimits:\n  steps: 2\n"})
+    issue = github.add_issue(REPO, "add() subtracts", author="alice")
+    wander = [bash_reply("ls"), bash_reply("ls -a"), bash_reply("ls -la")]
+    with ScriptedModelServer(wander) as model:
+        app = AppProcess(app_env(github, model, tmp_path / "data"), tmp_path / "app.log").start()
+        try:
+            deliver(f"{app.url}/webhook", "installation", installation_created("acme", [REPO]), SECRET)
+            wait_for(lambda: any(lb["name"] == "ai-fix" for lb in github.labels.get(REPO, [])), 60, "label", app.log)
+            ignored = deliver(f"{app.url}/webhook", "issues", labeled(REPO, issue, sender="alice"), SECRET)
+            assert ignored.json()["action"] == "ignore"  # the default label no longer triggers here
+            deliver(f"{app.url}/webhook", "issues", labeled(REPO, issue, sender="alice", label="ai-fix"), SECRET)
+            wait_for(lambda: jobs(tmp_path / "data", app.env)[0]["status"] == "failed", 180, "run", app.log)
+        finally:
+            app.stop()
+    assert len(model.requests) == 2  # the org's step limit, not agent.yaml's 50
+    assert any("budget" in c["body"] and "LimitsExceeded" in c["body"] for c in github.comments_on(REPO, issue))
+    assert github.pulls == []

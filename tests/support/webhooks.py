@@ -56,3 +56,29 @@ def deliver(url: str, event: str, payload: dict[str, Any], secret: str, delivery
         "Content-Type": "application/json",
     }
     return httpx.post(url, content=body, headers=headers, timeout=10)
+
+
+def pr_comment(repo: str, pr: int, body: str, *, sender: str, installation: int = 1) -> dict[str, Any]:
+    """A real `issue_comment.created` payload for a comment on a pull request."""
+    payload = example("issue_comment", "created")
+    owner, name = repo.split("/")
+    payload["installation"] = {"id": installation}
+    payload["issue"].update(number=pr, state="open", pull_request={"url": f"https://api.invalid/{repo}/pulls/{pr}"})
+    payload["comment"].update(body=body, id=900_000 + pr)
+    payload["comment"]["user"].update(login=sender, type="User")
+    payload["repository"].update(full_name=repo, name=name)
+    payload["repository"]["owner"]["login"] = owner
+    payload["sender"].update(login=sender, type="User")
+    return payload
+
+
+def installation_created(owner: str, repos: list[str], installation: int = 1) -> dict[str, Any]:
+    """A real `installation.created` payload for one account and its repositories."""
+    payload = example("installation", "created")
+    payload["installation"]["id"] = installation
+    payload["installation"]["account"]["login"] = owner
+    payload["repositories"] = [
+        {"id": n + 1, "name": r.split("/")[1], "full_name": r, "private": False} for n, r in enumerate(repos)
+    ]
+    payload["sender"].update(type="User")
+    return payload
