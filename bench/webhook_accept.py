@@ -1,8 +1,9 @@
 """Webhook accept path under load: the real app under uvicorn, signed `issues.labeled` deliveries, C senders.
 
-Run by hand: `python bench/webhook_accept.py [--deliveries 2000] [--concurrency 16]`. Every delivery is a
-distinct issue, so each one is a durable ledger row (group commit) plus an enqueue. Prints throughput, p50 and
-p99; the field notes' Probot 14.3.2 anchor on this machine is about 1,600 deliveries/s with p99 about 25 ms.
+Run by hand: `python bench/webhook_accept.py [--deliveries 2000] [--concurrency 16] [--baseline] [--probot]`.
+Every delivery is a distinct issue, so each one is a durable ledger row (group commit) plus an enqueue. Prints
+throughput, p50 and p99 per server. `--probot` runs the same load against a minimal Probot 14.3.2 app
+(bench/probot/, npm-installed on first use) in the same run and prints every other server as ratios to it.
 The server's and the sender's CPU time per delivery are printed too: on a busy machine they explain a bad run.
 """
 
@@ -20,12 +21,17 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import rsa
 
 SECRET = "bench-webhook-secret-8c1d"
-PROBOT_RATE, PROBOT_P99_MS = 1600.0, 25.0
+ROOT = Path(__file__).resolve().parent.parent
+PROBOT_DIR = ROOT / "bench" / "probot"
+ANCHOR_RATE, ANCHOR_P99_MS = 1600.0, 25.0  # the field notes' Probot figures, for runs without --probot
 SERVER = """
 import uvicorn
 from bot.app import create_app
@@ -56,6 +62,40 @@ uvicorn.run(app, host="127.0.0.1", port={port}, log_level="warning", access_log=
 """
 
 
+@dataclass(frozen=True)
+class Target:
+    """One server under test: how to start it and what a successful answer looks like."""
+
+    name: str
+    command: list[str]
+    cwd: Path
+    webhook_path: str
+    health_path: str
+    status: int
+    marker: bytes
+
+
+@dataclass(frozen=True)
+class Result:
+    """What one server did under the load."""
+
+    rate: float
+    p50_ms: float
+    p99_ms: float
+
+
+def targets(port: int) -> dict[str, Target]:
+    """The servers this bench knows, all on `port`."""
+    python = [sys.executable, "-c"]
+    probot = ["node", "node_modules/probot/bin/probot.js", "run", "./app.js"]
+    ours = (ROOT, "/webhook", "/healthz", 202, b'"created":true')
+    return {
+        "mini-fix": Target("mini-fix", [*python, SERVER.format(port=port)], *ours),
+        "baseline": Target("baseline", [*python, BASELINE.format(port=port)], *ours),
+        "probot": Target("probot", probot, PROBOT_DIR, "/api/github/webhooks", "/ping", 200, b"ok"),
+    }
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -82,19 +122,20 @@ def delivery(issue: int) -> tuple[bytes, dict[str, str]]:
     return body, headers
 
 
-async def sender(port: int, work: asyncio.Queue[int], latencies: list[float]) -> None:
+async def sender(target: Target, port: int, work: asyncio.Queue[int], latencies: list[float]) -> None:
     """One keep-alive connection speaking plain HTTP/1.1: the sender costs little CPU next to the server."""
     reader, writer = await asyncio.open_connection("127.0.0.1", port)
     try:
         while not work.empty():
             body, headers = delivery(work.get_nowait())
             head = "".join(f"{k}: {v}\r\n" for k, v in headers.items())
-            request = f"POST /webhook HTTP/1.1\r\nHost: bench\r\n{head}Content-Length: {len(body)}\r\n\r\n"
+            start = f"POST {target.webhook_path} HTTP/1.1\r\nHost: bench\r\n"
+            request = f"{start}{head}Content-Length: {len(body)}\r\n\r\n"
             started = time.perf_counter()
             writer.write(request.encode() + body)
             status, answer = await read_response(reader)
             latencies.append(time.perf_counter() - started)
-            if status != 202 or b'"created":true' not in answer:
+            if status != target.status or target.marker not in answer:
                 raise RuntimeError(f"unexpected answer {status}: {answer[:300]!r}")
     finally:
         writer.close()
@@ -107,13 +148,13 @@ async def read_response(reader: asyncio.StreamReader) -> tuple[int, bytes]:
     return int(lines[0].split()[1]), await reader.readexactly(length)
 
 
-async def load(port: int, first: int, count: int, concurrency: int) -> tuple[float, list[float]]:
+async def load(target: Target, port: int, first: int, count: int, concurrency: int) -> tuple[float, list[float]]:
     work: asyncio.Queue[int] = asyncio.Queue()
     for issue in range(first, first + count):
         work.put_nowait(issue)
     latencies: list[float] = []
     started = time.perf_counter()
-    await asyncio.gather(*(sender(port, work, latencies) for _ in range(concurrency)))
+    await asyncio.gather(*(sender(target, port, work, latencies) for _ in range(concurrency)))
     return time.perf_counter() - started, latencies
 
 
@@ -123,17 +164,36 @@ def process_cpu(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def wait_ready(base: str, server: subprocess.Popen[bytes]) -> None:
+def wait_ready(url: str, server: subprocess.Popen[bytes]) -> None:
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
         if server.poll() is not None:
             raise RuntimeError("server exited; run it by hand to see why")
         try:
-            if httpx.get(f"{base}/healthz", timeout=1).status_code == 200:
+            if httpx.get(url, timeout=1).status_code == 200:
                 return
         except httpx.TransportError:
             time.sleep(0.1)
     raise RuntimeError("server did not become ready in 30 s")
+
+
+def throwaway_key() -> str:
+    """A fresh RSA key in PEM: Probot refuses to start without one, and this bench never calls GitHub."""
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    pem = key.private_bytes(
+        serialization.Encoding.PEM,
+        serialization.PrivateFormat.TraditionalOpenSSL,
+        serialization.NoEncryption(),
+    )
+    return pem.decode()
+
+
+def install_probot() -> None:
+    """Install the pinned Probot into bench/probot/node_modules unless it is already there."""
+    if not (PROBOT_DIR / "node_modules" / "probot").is_dir():
+        print("installing probot 14.3.2 into bench/probot/node_modules ...", flush=True)
+        command = ["npm", "install", "--prefix", str(PROBOT_DIR), "--no-audit", "--no-fund"]
+        subprocess.run(command, check=True, stdout=subprocess.DEVNULL)
 
 
 def main() -> None:
@@ -141,58 +201,86 @@ def main() -> None:
     parser.add_argument("--deliveries", type=int, default=2000)
     parser.add_argument("--concurrency", type=int, default=16)
     parser.add_argument("--warmup", type=int, default=200)
+    parser.add_argument("--baseline", action="store_true", help="also run a bare FastAPI app that records nothing")
     parser.add_argument(
-        "--baseline", action="store_true", help="also run a bare FastAPI app that records nothing"
+        "--probot", action="store_true", help="also run a minimal Probot 14.3.2 app; print ratios to it"
     )
     args = parser.parse_args()
-    print("mini-fix webhook path (verify, decide, group-commit ledger row, enqueue):")
-    run(SERVER, args)
-    if args.baseline:
-        print("bare FastAPI/uvicorn (verify + parse + 202, nothing recorded):")
-        run(BASELINE, args)
+    print(f"load average before the run: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    print("mini-fix answers 202 after the durable commit of the ledger row; Probot answers 200 when its")
+    print("(empty) issues.labeled handler has finished and records nothing; both log each delivery at info.")
+    names = (["probot"] if args.probot else []) + ["mini-fix"] + (["baseline"] if args.baseline else [])
+    if args.probot:
+        install_probot()
+    results = {name: run(name, args) for name in names}
+    compare(results)
 
 
-def run(server_code: str, args: argparse.Namespace) -> None:
+TITLES = {
+    "probot": "minimal Probot 14.3.2 app (probot run, issues.labeled handler that does nothing):",
+    "mini-fix": "mini-fix webhook path (verify, decide, group-commit ledger row, enqueue):",
+    "baseline": "bare FastAPI/uvicorn (verify + parse + 202, nothing recorded):",
+}
+
+
+def run(name: str, args: argparse.Namespace) -> Result:
     """Start one server, warm it up, measure, stop it, print the numbers."""
+    print(TITLES[name], flush=True)
     port = free_port()
-    base = f"http://127.0.0.1:{port}"
+    target = targets(port)[name]
     with tempfile.TemporaryDirectory() as data_dir:
         env = {
             **os.environ,
             "MINIFIX_WEBHOOK_SECRET": SECRET,
             "MINIFIX_DATA_DIR": data_dir,
             "MINIFIX_LOG_LEVEL": "INFO",
+            # Probot's own settings: the same secret, a throwaway App key, JSON logs at its default level.
+            "WEBHOOK_SECRET": SECRET,
+            "APP_ID": "1",
+            "PRIVATE_KEY": throwaway_key() if name == "probot" else "",
+            "HOST": "127.0.0.1",
+            "PORT": str(port),
+            "LOG_LEVEL": "info",
+            "LOG_FORMAT": "json",
         }
         log = open(Path(data_dir) / "server.log", "wb")  # noqa: SIM115  # closed below, after the server
-        root = Path(__file__).resolve().parent.parent
-        server = subprocess.Popen(
-            [sys.executable, "-c", SERVER.format(port=port)], env=env, cwd=root, stderr=log
-        )
+        server = subprocess.Popen(target.command, env=env, cwd=target.cwd, stdout=log, stderr=log)
         try:
-            wait_ready(base, server)
-            asyncio.run(load(port, 10_000_000, args.warmup, args.concurrency))
+            wait_ready(f"http://127.0.0.1:{port}{target.health_path}", server)
+            asyncio.run(load(target, port, 10_000_000, args.warmup, args.concurrency))
             before = (process_cpu(server.pid), time.process_time())
-            elapsed, latencies = asyncio.run(load(port, 1, args.deliveries, args.concurrency))
+            elapsed, latencies = asyncio.run(load(target, port, 1, args.deliveries, args.concurrency))
             n = len(latencies)
             cpu = ((process_cpu(server.pid) - before[0]) / n, (time.process_time() - before[1]) / n)
         finally:
             server.terminate()
             server.wait(30)
             log.close()
-    report(elapsed, latencies, args.concurrency, cpu)
+    return report(elapsed, latencies, args.concurrency, cpu)
 
 
-def report(elapsed: float, latencies: list[float], concurrency: int, cpu: tuple[float, float]) -> None:
+def report(elapsed: float, latencies: list[float], concurrency: int, cpu: tuple[float, float]) -> Result:
     ms = sorted(x * 1000 for x in latencies)
-    rate = len(ms) / elapsed
-    p50, p99 = statistics.median(ms), ms[int(len(ms) * 0.99) - 1]
-    print(f"deliveries={len(ms)} concurrency={concurrency} cores={os.cpu_count()}")
-    print(f"throughput={rate:.0f}/s  p50={p50:.1f} ms  p99={p99:.1f} ms  max={ms[-1]:.1f} ms")
-    ratio, p99_ratio = rate / PROBOT_RATE, p99 / PROBOT_P99_MS
-    print(f"vs the field notes' Probot anchor: throughput {ratio:.2f}x, p99 {p99_ratio:.2f}x")
+    result = Result(len(ms) / elapsed, statistics.median(ms), ms[int(len(ms) * 0.99) - 1])
+    print(f"  deliveries={len(ms)} concurrency={concurrency} cores={os.cpu_count()}")
+    print(
+        f"  throughput={result.rate:.0f}/s  p50={result.p50_ms:.1f} ms  p99={result.p99_ms:.1f} ms  max={ms[-1]:.1f} ms"
+    )
     server_ms, sender_ms = cpu[0] * 1000, cpu[1] * 1000
     load = os.getloadavg()[0]
-    print(f"cpu per delivery: server {server_ms:.2f} ms, sender {sender_ms:.2f} ms; load average {load:.1f}")
+    print(f"  cpu per delivery: server {server_ms:.2f} ms, sender {sender_ms:.2f} ms; load average {load:.1f}")
+    return result
+
+
+def compare(results: dict[str, Result]) -> None:
+    """Print every server against Probot measured in this run, or against the field notes' anchor."""
+    probot = results.get("probot")
+    reference = "Probot (this run)" if probot else "the field notes' Probot anchor (not side by side)"
+    rate_ref, p99_ref = (probot.rate, probot.p99_ms) if probot else (ANCHOR_RATE, ANCHOR_P99_MS)
+    for name, result in results.items():
+        if name != "probot":
+            rate, p99 = result.rate / rate_ref, result.p99_ms / p99_ref
+            print(f"{name} vs {reference}: throughput {rate:.2f}x (target >= 1.00x), p99 {p99:.2f}x (target <= 1.00x)")
 
 
 if __name__ == "__main__":
