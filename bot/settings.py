@@ -60,6 +60,8 @@ class Settings(BaseSettings):
     """Log level."""
     lease_seconds: int = 120
     """A running job's lease; renewed while it runs, re-dispatched after it expires."""
+    webhook_cache_seconds: float = 5.0
+    """How long the webhook path trusts its cached ledger reads (a repository's label, an installation's state)."""
     max_attempts: int = 3
     """Attempts before a job whose worker keeps dying is marked failed."""
     step_limit: int | None = None

@@ -9,14 +9,14 @@ from dataclasses import replace
 
 from bot.abuse import QUEUE_FULL, over_queue_cap
 from bot.jobs import JobKind, JobStatus
-from bot.ledger import Ledger
 from bot.settings import Settings
 from bot.webhooks.decision import Decision, Payload, dig_str, ignore
+from bot.webhooks.lookups import LedgerReads
 
 LABEL_ACTIONS = ("labeled", "unlabeled")
 
 
-def settings_for(event: str, payload: Payload, settings: Settings, ledger: Ledger) -> Settings:
+def settings_for(event: str, payload: Payload, settings: Settings, ledger: LedgerReads) -> Settings:
     """The settings to decide with: the trigger label a worker last read from the repository's config."""
     if event != "issues" or dig_str(payload, "action") not in LABEL_ACTIONS:
         return settings
@@ -25,7 +25,7 @@ def settings_for(event: str, payload: Payload, settings: Settings, ledger: Ledge
     return settings if label is None or label == settings.label else settings.model_copy(update={"label": label})
 
 
-def guard(decision: Decision, settings: Settings, ledger: Ledger) -> Decision:
+def guard(decision: Decision, settings: Settings, ledger: LedgerReads) -> Decision:
     """No job for a deleted or suspended installation; mark a job over its installation's queue cap."""
     job = decision.job
     if job is None:

@@ -18,6 +18,7 @@ from bot.queue import JobQueue
 from bot.settings import Settings
 from bot.webhooks import ROUTES, Decision, decide
 from bot.webhooks.guards import guard, settings_for
+from bot.webhooks.lookups import CachedReads
 
 MAX_BODY = 25 * 1024 * 1024  # GitHub caps payloads at 25 MB
 SECRET_HINT = (
@@ -75,6 +76,7 @@ class WebhookReceiver:
         self._settings = settings
         self._secret = settings.require_webhook_secret()
         self._ledger, self._queue = ledger, queue
+        self._reads = CachedReads(ledger, ttl=settings.webhook_cache_seconds)
 
     async def handle(self, request: Request) -> JSONResponse:
         """Answer one delivery."""
@@ -102,7 +104,7 @@ class WebhookReceiver:
             log.info("ping", zen=payload.get("zen"))
             return 200, {"action": "pong"}
         try:
-            settings = settings_for(event, payload, self._settings, self._ledger)
+            settings = settings_for(event, payload, self._settings, self._reads)
         except Exception as exc:
             log.exception("could not read the ledger")
             raise Rejected(503, "could not read the job ledger; redeliver it from the App's settings") from exc
@@ -113,7 +115,7 @@ class WebhookReceiver:
             raise Rejected(400, "payload could not be read") from exc
         with structlog.contextvars.bound_contextvars(**decision.log_fields()):
             try:
-                decision = guard(decision, settings, self._ledger)
+                decision = guard(decision, settings, self._reads)
                 answer = await self._apply(decision)
             except Exception as exc:
                 log.exception("could not record the delivery")
@@ -139,5 +141,6 @@ class WebhookReceiver:
             return {"cancelled": [j.id for j in jobs]}
         if decision.installation is not None:
             jobs = await asyncio.to_thread(self._ledger.record_installation, decision.installation)
+            self._reads.forget()
             return {"cancelled": [j.id for j in jobs]}
         return {}

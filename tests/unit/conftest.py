@@ -75,6 +75,7 @@ def settings(tmp_path: Path) -> Settings:
         label="mini-fix",
         workers=2,
         lease_seconds=60,
+        webhook_cache_seconds=0,  # these tests change the ledger behind the route's back, as a worker would
         _env_file=None,
     )
 
