@@ -53,7 +53,7 @@ def _build_worker(settings: Settings) -> Worker:
     from bot.github import GitHubApp
     from bot.ledger import open_ledger
     from bot.notices import gave_up_notifier
-    from bot.pipeline import build_runner
+    from bot.runner import build_runner
     from bot.worker import build_worker
 
     notify = gave_up_notifier(GitHubApp(settings).for_repo)

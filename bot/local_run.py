@@ -13,6 +13,7 @@ import yaml
 
 from bot.agent.config import DEFAULT_CONFIG_PATH, MiniFixAgentConfig, ModelConfig, load_config
 from bot.agent.loop import Agent, AgentResult, StepEvent
+from bot.pipeline import resolve_model_config
 from bot.settings import Settings
 from bot.trajectory import TrajectoryWriter
 from sandbox.base import SandboxConfig, SandboxError
@@ -59,12 +60,8 @@ def agent_config(request: LocalRunRequest, settings: Settings) -> MiniFixAgentCo
 
 def model_config(config: MiniFixAgentConfig, request: LocalRunRequest, settings: Settings) -> ModelConfig:
     """Flag, then config file, then deployment setting."""
-    return config.model.model_copy(
-        update={
-            "model_name": request.model or config.model.model_name or settings.model,
-            "api_base": request.api_base or config.model.api_base or settings.model_api_base,
-        }
-    )
+    flags = {"model_name": request.model, "api_base": request.api_base}
+    return resolve_model_config(config, settings).model_copy(update={k: v for k, v in flags.items() if v})
 
 
 def sandbox_config(config: MiniFixAgentConfig, request: LocalRunRequest, settings: Settings) -> SandboxConfig:

@@ -76,9 +76,7 @@ class RunState:
 def run_job(job: Job, cancel: threading.Event, deps: PipelineDeps) -> JobOutcome:
     """Run one job; every ending leaves something a maintainer can see on GitHub."""
     run_id = job.run_id or uuid.uuid4().hex[:12]
-    with structlog.contextvars.bound_contextvars(
-        job_id=job.id, repo=job.repo, issue=job.issue, run_id=run_id
-    ):
+    with structlog.contextvars.bound_contextvars(job_id=job.id, repo=job.repo, issue=job.issue, run_id=run_id):
         gh = deps.github(job.installation_id, job.repo)
         try:
             number = steps.issue_number(gh, job)
@@ -254,9 +252,7 @@ def _report(state: RunState, key: str, detail: str, settings: Settings) -> JobOu
     comment = (
         None
         if key in QUIET_OUTCOMES
-        else render(
-            "outcome_comment.md", outcome=done, run=state.run, detail=detail, stats=stats, links=links
-        )
+        else render("outcome_comment.md", outcome=done, run=state.run, detail=detail, stats=stats, links=links)
     )
     state.status.close(done, links, comment=comment)
     error = None if status == JobStatus.SUCCEEDED else f"{key}: {detail}" if detail else key
@@ -276,60 +272,3 @@ def resolve_model_config(config: MiniFixAgentConfig, settings: Settings) -> Mode
             "api_base": config.model.api_base or settings.model_api_base,
         }
     )
-
-
-def build_runner(
-    settings: Settings, *, stop_runs: StopRuns | None = None, remember_label: RememberLabel | None = None
-) -> Callable[[Job, threading.Event], JobOutcome]:
-    """The real pipeline: the App, the Docker sandbox, litellm (imported here, never at startup)."""
-    from bot.agent.config import load_config
-    from bot.github import GitHubApp
-
-    app = GitHubApp(settings)
-    api_key = settings.model_api_key.get_secret_value() if settings.model_api_key else None
-
-    def sandbox_for(job: Job) -> Callable[[SandboxConfig, str], Sandbox]:
-        def start(config: SandboxConfig, run_id: str) -> Sandbox:
-            from sandbox.docker import DockerSandbox
-            from sandbox.engine import JOB_ID_LABEL
-
-            return DockerSandbox.start(config, run_id, labels={JOB_ID_LABEL: job.id})
-
-        return start
-
-    def model(config: ModelConfig) -> Model:
-        from bot.agent.model import LitellmModel
-
-        return LitellmModel(config, api_key=api_key)
-
-    agent_config = load_config(settings.agent_config)
-
-    def runner(job: Job, cancel: threading.Event) -> JobOutcome:
-        if job.attempts > 1:
-            remove_stale_containers(job)
-        deps = PipelineDeps(
-            settings,
-            app.for_repo,
-            sandbox_for(job),
-            model,
-            agent_config,
-            stop_runs=stop_runs,
-            remember_label=remember_label,
-        )
-        return run_job(job, cancel, deps)
-
-    return runner
-
-
-def remove_stale_containers(job: Job) -> None:
-    """A dead worker's container for this job would hold its memory until the deadline: remove it now."""
-    from sandbox.base import SandboxError
-    from sandbox.engine import JOB_ID_LABEL, remove_labelled
-
-    try:
-        removed = remove_labelled(JOB_ID_LABEL, job.id)
-    except SandboxError as exc:
-        log.warning("stale_container_cleanup_failed", job_id=job.id, error=str(exc))
-        return
-    if removed:
-        log.info("stale_containers_removed", job_id=job.id, count=removed)
