@@ -95,6 +95,10 @@ class CancelSignal(threading.Event):
         self.set()
 
 
+SHUTDOWN_REASON = "the worker is shutting down"
+"""The cancel reason of a run whose worker stops (SIGTERM): the job goes back to the queue, it is not over."""
+
+
 def cancel_reason(cancel: threading.Event) -> str:
     """Why a run's cancel flag was set, when it says."""
     return cancel.reason if isinstance(cancel, CancelSignal) else ""

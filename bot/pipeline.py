@@ -21,7 +21,7 @@ from bot.agent.model_base import Model
 from bot.control import StopRuns, run_control
 from bot.feedback import review_feedback
 from bot.gateway import GitHubError, GitHubGateway, Issue, can_write
-from bot.jobs import Job, JobKind, JobOutcome, JobStatus, cancel_reason
+from bot.jobs import SHUTDOWN_REASON, Job, JobKind, JobOutcome, JobStatus, cancel_reason
 from bot.progress import StatusComment
 from bot.publish import Published, attach_trajectory, open_or_update_pr, pr_body_vars, push_change
 from bot.render import outcome, render
@@ -38,8 +38,10 @@ JOB_STATUS = {
     "pr_opened": JobStatus.SUCCEEDED,
     "pr_updated": JobStatus.SUCCEEDED,
     "cancelled": JobStatus.CANCELLED,
+    "requeued": JobStatus.QUEUED,
 }
-QUIET_OUTCOMES = {"pr_opened", "pr_updated", "cancelled"}  # no separate comment: the PR or the stopper knows
+# No separate comment for these: the PR, the stopper or the next attempt says it all.
+QUIET_OUTCOMES = {"pr_opened", "pr_updated", "cancelled", "requeued"}
 
 
 @dataclass
@@ -133,7 +135,9 @@ def _run(
         key, detail = exc.outcome, exc.detail
     except GitHubError as exc:
         key, detail = "github_failed", str(exc)
-    if key == "cancelled":
+    if key == "cancelled" and cancel_reason(cancel) == SHUTDOWN_REASON:
+        key = "requeued"  # not the maintainers' doing: the job runs again on another worker
+    elif key == "cancelled":
         state.run["stop_reason"] = detail = cancel_reason(cancel) or detail
     return _report(state, key, detail, deps.settings)
 

@@ -13,7 +13,7 @@ from functools import partial
 import structlog
 
 from bot import metrics
-from bot.jobs import CancelSignal, Job, JobKind, JobOutcome, JobStatus
+from bot.jobs import SHUTDOWN_REASON, CancelSignal, Job, JobKind, JobOutcome, JobStatus
 from bot.ledger import Ledger, open_ledger
 from bot.queue import JobQueue, build_queue
 from bot.settings import Settings
@@ -70,7 +70,7 @@ class Worker:
         self._stopping.set()
         with self._lock:
             for cancel in self._running.values():
-                cancel.cancel("the worker is shutting down")
+                cancel.cancel(SHUTDOWN_REASON)
         deadline = time.monotonic() + timeout
         for thread in self._threads:
             thread.join(max(0.0, deadline - time.monotonic()))

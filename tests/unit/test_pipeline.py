@@ -12,7 +12,7 @@ import pytest
 from bot.agent.config import load_config
 from bot.agent.errors import ModelUnavailable
 from bot.github import GitHubApp
-from bot.jobs import Job, JobKind, JobStatus
+from bot.jobs import SHUTDOWN_REASON, CancelSignal, Job, JobKind, JobStatus
 from bot.pipeline import PipelineDeps, run_job
 from bot.settings import Settings
 from sandbox.base import EngineUnavailable, ImageMissing, Sandbox, SandboxConfig
@@ -195,6 +195,17 @@ def test_cancel_stops_and_says_so(github: FakeGitHub, tmp_path: Path) -> None:
     outcome = world.run(cancel=cancel)
     assert outcome.status == JobStatus.CANCELLED
     assert "stopped" in world.issue_comments()[0] and github.pulls == []
+
+
+def test_a_worker_shutdown_says_the_job_will_run_again(github: FakeGitHub, tmp_path: Path) -> None:
+    cancel = CancelSignal()
+    cancel.cancel(SHUTDOWN_REASON)
+    world = World(github, tmp_path, [FIX, bash(SUBMIT)])
+    outcome = world.run(cancel=cancel)
+    assert outcome.status == JobStatus.QUEUED
+    comments = world.issue_comments()
+    assert len(comments) == 1 and "paused: the worker running it was restarted" in comments[0]
+    assert "/agent retry" not in comments[0] and github.pulls == []
 
 
 def test_retry_from_a_pr_finds_its_issue(github: FakeGitHub, tmp_path: Path) -> None:
