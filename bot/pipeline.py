@@ -201,22 +201,23 @@ def _sandboxed(
     )
     sandbox = steps.start_sandbox(deps.sandbox, sandbox_config, run_id, checkout)
     try:
-        steps.run_setup(sandbox, state.config.setup, networked=sandbox_config.network)
-        state.result = steps.run_agent(
-            deps.model(model_config),
-            sandbox,
-            config,
-            task,
-            trajectory=writer,
-            on_step=partial(_on_step, state.status),
-            cancel=cancel,
-        )
-        state.run["exit_status"] = state.result.exit_status
-        steps.check_submitted(state.result)
-        diff = steps.take_diff(sandbox)
-        if state.config.test:
-            state.test = steps.run_test(sandbox, state.config.test)
-        return diff
+        with steps.closed_on_cancel(sandbox, cancel):
+            steps.run_setup(sandbox, state.config.setup, networked=sandbox_config.network)
+            state.result = steps.run_agent(
+                deps.model(model_config),
+                sandbox,
+                config,
+                task,
+                trajectory=writer,
+                on_step=partial(_on_step, state.status),
+                cancel=cancel,
+            )
+            state.run["exit_status"] = state.result.exit_status
+            steps.check_submitted(state.result)
+            diff = steps.take_diff(sandbox)
+            if state.config.test:
+                state.test = steps.run_test(sandbox, state.config.test)
+            return diff
     finally:
         sandbox.close()
 

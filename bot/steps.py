@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import re
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
@@ -33,6 +34,31 @@ class RunFailed(Exception):
     def __init__(self, outcome: str, detail: str = "") -> None:
         super().__init__(f"{outcome}: {detail}" if detail else outcome)
         self.outcome, self.detail = outcome, detail
+
+
+@contextmanager
+def closed_on_cancel(sandbox: Sandbox, cancel: threading.Event, poll: float = 0.5) -> Iterator[None]:
+    """Remove the container as soon as `cancel` is set, so `/agent stop` ends a long action now, not at its
+    timeout; what fails inside because of it is reported as `cancelled`."""
+    done = threading.Event()
+
+    def watch() -> None:
+        while not done.is_set():
+            if cancel.wait(poll):
+                sandbox.close()
+                return
+
+    watcher = threading.Thread(target=watch, name="cancel-watch", daemon=True)
+    watcher.start()
+    try:
+        yield
+    except RunFailed as exc:
+        if cancel.is_set():
+            raise RunFailed("cancelled") from exc
+        raise
+    finally:
+        done.set()
+        watcher.join()
 
 
 def issue_number(gh: GitHubGateway, job: Job) -> int:

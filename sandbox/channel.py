@@ -67,6 +67,8 @@ class RunnerChannel:
         """Close the connection; the runner sees end of input and exits."""
         response = getattr(self._keepalive, "_response", None)
         with contextlib.suppress(OSError, ValueError):
+            self._sock.shutdown(socket.SHUT_RDWR)  # wakes a reader blocked in another thread; close() does not
+        with contextlib.suppress(OSError, ValueError):
             if response is not None:
                 response.close()  # first: its reader fails to flush once the socket is gone
             self._keepalive.close()

@@ -44,7 +44,8 @@ class DockerSandbox:
         self.container_id = container_id
         self.config = config
         self._runner: RunnerChannel | None = None
-        self._lock = threading.Lock()
+        self._exec_lock = threading.Lock()  # one action at a time on the runner's stream
+        self._state_lock = threading.Lock()  # close() must not wait for a running action: it ends it
         self._closed = False
         self._owns_client = False
         self._expired = False
@@ -110,7 +111,7 @@ class DockerSandbox:
         return ExecResult(output, reply["returncode"], "", extra)
 
     def _run(self, command: str, timeout: float, cwd: str, limit: int) -> dict[str, Any]:
-        with self._lock:
+        with self._exec_lock:
             if self._closed:
                 raise SandboxError("the sandbox is closed")
             try:
@@ -184,8 +185,8 @@ class DockerSandbox:
         return {**self._uname, "cwd": self.config.cwd}
 
     def close(self) -> None:
-        """Remove the container. Idempotent; never raises."""
-        with self._lock:
+        """Remove the container, ending any action running in it. Idempotent; never raises."""
+        with self._state_lock:
             if self._closed:
                 return
             self._closed = True
