@@ -1,4 +1,4 @@
-"""The job ledger on SQLite (WAL, synchronous=FULL); every write goes through the group-commit writer."""
+"""The job ledger on SQLite (WAL, synchronous=FULL); every write is group-committed (webhook ones on the loop)."""
 
 from __future__ import annotations
 
@@ -15,12 +15,14 @@ from bot import ledger_sqlite_installs as installs
 from bot import ledger_sqlite_ops as ops
 from bot.jobs import Job, JobRequest, JobStatus
 from bot.ledger import SubmitResult
+from bot.ledger_loop import LoopGroupCommit
 from bot.ledger_writer import GroupCommitWriter
 from bot.webhooks.decision import InstallationChange
 
 
 class SqliteLedger:
-    """The Ledger on one SQLite file. Reads use one connection per thread; writes go through one writer."""
+    """The Ledger on one SQLite file. Reads use one connection per thread; writes go through one writer
+    thread, except `submit_async`, group-committed on the calling event loop's thread (the webhook path)."""
 
     def __init__(self, path: Path | str) -> None:
         self.path = Path(path)
@@ -31,6 +33,7 @@ class SqliteLedger:
             conn.executescript(ops.SCHEMA)
             conn.executescript(installs.SCHEMA)
         self._writer = GroupCommitWriter(self._connect)
+        self._loop_writer = LoopGroupCommit(self._connect)
 
     def _connect(self) -> sqlite3.Connection:
         conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False, timeout=10)
@@ -51,6 +54,12 @@ class SqliteLedger:
         if not req.delivery_id:
             raise ValueError("a job request needs its delivery id (idempotency key)")
         return self._writer.submit(lambda conn: ops.submit(conn, req))
+
+    async def submit_async(self, req: JobRequest) -> SubmitResult:
+        """Record a job from an event loop: committed on the loop's thread with everything else pending there."""
+        if not req.delivery_id:
+            raise ValueError("a job request needs its delivery id (idempotency key)")
+        return await self._loop_writer.submit(lambda conn: ops.submit(conn, req))
 
     def submit(self, req: JobRequest) -> SubmitResult:
         """Record a job and wait for the commit."""
@@ -174,6 +183,7 @@ class SqliteLedger:
     def close(self) -> None:
         """Commit what is queued, stop the writer, close every connection."""
         self._writer.close()
+        self._loop_writer.close()
         with self._readers_lock:
             for conn in self._readers:
                 conn.close()

@@ -74,25 +74,30 @@ class GroupCommitWriter:
         return False
 
     def _commit(self, conn: sqlite3.Connection, batch: list[tuple[Op, Future[Any]]]) -> None:
-        outcomes: list[tuple[Future[Any], Any, BaseException | None]] = []
-        try:
-            conn.execute("BEGIN IMMEDIATE")
-            outcomes = [(future, *_run_in_savepoint(conn, op)) for op, future in batch]
-            conn.execute("COMMIT")
-        except sqlite3.Error as exc:
-            log.error("ledger commit failed", error=str(exc), batch=len(batch))
-            if conn.in_transaction:
-                conn.execute("ROLLBACK")
-            outcomes = [(future, None, exc) for _, future in batch]
-        metrics.LEDGER_BATCH.observe(len(batch))
-        for future, result, error in outcomes:
+        outcomes = commit_batch(conn, [op for op, _ in batch])
+        for (_, future), (result, error) in zip(batch, outcomes, strict=True):
             if error is None:
                 future.set_result(result)
             else:
                 future.set_exception(error)
 
 
-def _run_in_savepoint(conn: sqlite3.Connection, op: Op) -> tuple[Any, BaseException | None]:
+def commit_batch(conn: sqlite3.Connection, ops: list[Op]) -> list[tuple[Any, BaseException | None]]:
+    """Run `ops` in one transaction, each in its own savepoint; (result, error) per op, after the commit."""
+    try:
+        conn.execute("BEGIN IMMEDIATE")
+        outcomes = [run_in_savepoint(conn, op) for op in ops]
+        conn.execute("COMMIT")
+    except sqlite3.Error as exc:
+        log.error("ledger commit failed", error=str(exc), batch=len(ops))
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        outcomes = [(None, exc) for _ in ops]
+    metrics.LEDGER_BATCH.observe(len(ops))
+    return outcomes
+
+
+def run_in_savepoint(conn: sqlite3.Connection, op: Op) -> tuple[Any, BaseException | None]:
     # A failing op rolls back only its own writes; the rest of the batch still commits.
     conn.execute("SAVEPOINT op")
     try:

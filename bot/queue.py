@@ -7,12 +7,14 @@ PostgresHuey or RedisHuey, so scaling out only changes `build_queue`.
 
 from __future__ import annotations
 
+import asyncio
 import queue
 import threading
 from collections.abc import Callable
 
 import structlog
 from huey import Huey, SqliteHuey
+from huey.storage import SqliteStorage
 
 from bot.settings import Settings
 
@@ -31,6 +33,10 @@ class JobQueue:
         self._outbox: queue.SimpleQueue[str | None] = queue.SimpleQueue()
         self._dispatcher: threading.Thread | None = None
         self._lock = threading.Lock()
+        # A local SQLite queue is cheap to write from the event loop, in one transaction per batch; a queue over
+        # the network (PostgresHuey, RedisHuey) keeps the dispatch thread so the loop never waits on it.
+        self._local = isinstance(huey.storage, SqliteStorage)
+        self._batch: list[str] = []
 
     def bind(self, handler: Callable[[str], object]) -> None:
         """Set what running a job id means (the worker's `run_job`)."""
@@ -47,7 +53,12 @@ class JobQueue:
         self._wake.set()
 
     def dispatch(self, job_id: str) -> None:
-        """Enqueue soon, from a background thread, so the caller never waits on the queue's database."""
+        """Enqueue soon: batched on the running event loop (local SQLite queue), else from a background thread."""
+        if self._local and _on_a_loop():
+            self._batch.append(job_id)
+            if len(self._batch) == 1:
+                asyncio.get_running_loop().call_soon(self._flush_batch)
+            return
         with self._lock:
             if self._dispatcher is None:
                 self._dispatcher = threading.Thread(target=self._drain, name="queue-dispatch", daemon=True)
@@ -61,6 +72,19 @@ class JobQueue:
             except Exception:
                 # The ledger row is committed: the reconciler dispatches it later.
                 log.exception("enqueue failed", job_id=job_id)
+
+    def _flush_batch(self) -> None:
+        ids, self._batch = self._batch, []
+        storage = self.huey.storage
+        try:
+            rows = [(storage.name, storage.to_blob(self.huey.serialize_task(self._task.s(i))), 0) for i in ids]
+            with storage.db(commit=True) as cursor:  # huey's own insert, one transaction for the batch
+                cursor.executemany("insert into task (queue, data, priority) values (?, ?, ?)", rows)
+        except Exception:
+            # The ledger rows are committed: the reconciler dispatches them later.
+            log.exception("enqueue failed", job_ids=ids)
+            return
+        self._wake.set()
 
     def pending_ids(self) -> set[str]:
         """Job ids waiting in the queue."""
@@ -89,8 +113,18 @@ class JobQueue:
                 self._outbox.put(None)
                 self._dispatcher.join()
                 self._dispatcher = None
+        if self._batch:  # dispatched on a loop that stopped before its flush ran
+            self._flush_batch()
         self._wake.set()
         self.huey.storage.close()
+
+
+def _on_a_loop() -> bool:
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True
 
 
 def build_queue(settings: Settings) -> JobQueue:

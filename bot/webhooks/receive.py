@@ -5,15 +5,17 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 import structlog
 from fastapi import Request
 from fastapi.responses import JSONResponse
 from githubkit.webhooks import verify
+from structlog.typing import FilteringBoundLogger
 
 from bot import metrics
-from bot.ledger import Ledger
+from bot.jobs import JobRequest
+from bot.ledger import Ledger, SubmitResult
 from bot.queue import JobQueue
 from bot.settings import Settings
 from bot.webhooks import ROUTES, Decision, decide
@@ -69,6 +71,13 @@ def _parse(body: bytes) -> dict[str, Any]:
     return payload
 
 
+@runtime_checkable
+class LoopSubmit(Protocol):
+    """A ledger that commits on the event loop's own thread (SQLite); others go through their writer thread."""
+
+    async def submit_async(self, req: JobRequest) -> SubmitResult: ...
+
+
 class WebhookReceiver:
     """The webhook route: nothing here calls GitHub or a model."""
 
@@ -77,55 +86,62 @@ class WebhookReceiver:
         self._secret = settings.require_webhook_secret()
         self._ledger, self._queue = ledger, queue
         self._reads = CachedReads(ledger, ttl=settings.webhook_cache_seconds)
+        self._submit = ledger.submit_async if isinstance(ledger, LoopSubmit) else self._submit_in_thread
+
+    async def _submit_in_thread(self, req: JobRequest) -> SubmitResult:
+        return await asyncio.wrap_future(self._ledger.submit_nowait(req))
 
     async def handle(self, request: Request) -> JSONResponse:
         """Answer one delivery."""
         started = time.perf_counter()
         event = request.headers.get("x-github-event", "")
         delivery = request.headers.get("x-github-delivery", "")
-        with structlog.contextvars.bound_contextvars(delivery_id=delivery, github_event=event):
-            try:
-                status, body = await self._accept(request, event, delivery)
-            except Rejected as exc:
-                log.warning("delivery rejected", status=exc.status, reason=exc.message)
-                status, body = exc.status, exc.body()
+        # A bound logger, not contextvars: the delivery's lines carry its ids without a bind/unbind per request.
+        dlog = log.bind(delivery_id=delivery, github_event=event)
+        try:
+            status, body = await self._accept(request, event, delivery, dlog)
+        except Rejected as exc:
+            dlog.warning("delivery rejected", status=exc.status, reason=exc.message)
+            status, body = exc.status, exc.body()
         known = event if event in ROUTES or event == "ping" else "other"
         metrics.DELIVERIES.labels(event=known, outcome=str(body.get("action", status))).inc()
         metrics.ACCEPT_SECONDS.observe(time.perf_counter() - started)
         return JSONResponse(body, status_code=status)
 
-    async def _accept(self, request: Request, event: str, delivery: str) -> tuple[int, dict[str, Any]]:
+    async def _accept(
+        self, request: Request, event: str, delivery: str, dlog: FilteringBoundLogger
+    ) -> tuple[int, dict[str, Any]]:
         raw = await _read_body(request)
         _check_signature(self._secret, raw, request.headers.get("x-hub-signature-256"))
         if not event or not delivery:
             raise Rejected(400, "missing X-GitHub-Event or X-GitHub-Delivery header")
         payload = _parse(raw)
         if event == "ping":
-            log.info("ping", zen=payload.get("zen"))
+            dlog.info("ping", zen=payload.get("zen"))
             return 200, {"action": "pong"}
         try:
             settings = settings_for(event, payload, self._settings, self._reads)
         except Exception as exc:
-            log.exception("could not read the ledger")
+            dlog.exception("could not read the ledger")
             raise Rejected(503, "could not read the job ledger; redeliver it from the App's settings") from exc
         try:
             decision = decide(event, payload, settings, delivery_id=delivery)
         except Exception as exc:  # a payload shape we did not foresee is the sender's problem, not a 500
-            log.exception("could not decide on the delivery")
+            dlog.exception("could not decide on the delivery")
             raise Rejected(400, "payload could not be read") from exc
-        with structlog.contextvars.bound_contextvars(**decision.log_fields()):
-            try:
-                decision = guard(decision, settings, self._reads)
-                answer = await self._apply(decision)
-            except Exception as exc:
-                log.exception("could not record the delivery")
-                raise Rejected(503, "could not record the job; redeliver it from the App's settings") from exc
-            log.info("delivery accepted", reason=decision.reason, **answer)
+        dlog = dlog.bind(**decision.log_fields())
+        try:
+            decision = guard(decision, settings, self._reads)
+            answer = await self._apply(decision)
+        except Exception as exc:
+            dlog.exception("could not record the delivery")
+            raise Rejected(503, "could not record the job; redeliver it from the App's settings") from exc
+        dlog.info("delivery accepted", reason=decision.reason, **answer)
         return 202, {"action": decision.action, "reason": decision.reason, **answer}
 
     async def _apply(self, decision: Decision) -> dict[str, Any]:
         if decision.job is not None:
-            result = await asyncio.wrap_future(self._ledger.submit_nowait(decision.job))
+            result = await self._submit(decision.job)
             if result.created:
                 self._queue.dispatch(result.job.id)
             return {
