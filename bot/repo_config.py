@@ -13,6 +13,7 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
+from bot.agent.config import deep_merge
 from bot.repo_config_schema import RepoConfig
 
 CONFIG_PATH = ".github/mini-fix.yml"
@@ -107,14 +108,3 @@ def describe(exc: ValidationError) -> str:
         where = ".".join(str(part) for part in error["loc"]) or "(top level)"
         lines.append(f"{where}: {error['msg']}")
     return "\n".join(lines)
-
-
-def deep_merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
-    """`override` laid over `base`: mappings merge key by key, anything else (lists too) replaces."""
-    merged = dict(base)
-    for key, value in override.items():
-        if isinstance(value, dict) and isinstance(merged.get(key), dict):
-            merged[key] = deep_merge(merged[key], value)
-        else:
-            merged[key] = value
-    return merged
