@@ -5,13 +5,16 @@ from __future__ import annotations
 import os
 import uuid
 from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import docker
 import pytest
 
+from bot.settings import Settings
 from sandbox.base import SandboxConfig, SandboxError
 from sandbox.docker import DockerSandbox
 from sandbox.engine import connect
+from tests.support.backends import BACKENDS, backend_settings
 
 IMAGE = os.environ.get("MINIFIX_SANDBOX_IMAGE", "mini-fix-sandbox:latest")
 SETUP_HINT = "run `bash scripts/ensure-docker.sh` (as root) to start the engine and build the images"
@@ -67,3 +70,10 @@ def sandbox(start_sandbox: Callable[..., DockerSandbox]) -> DockerSandbox:
 def container_exists(client: docker.DockerClient, container_id: str) -> bool:
     """Whether the engine still has this container, running or not."""
     return bool(client.api.containers(all=True, filters={"id": container_id}))
+
+
+@pytest.fixture(params=BACKENDS)
+def settings(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Settings]:
+    """Settings on a fresh database of each backend in turn (a module may define its own `settings`)."""
+    with backend_settings(request.param, tmp_path) as settings:
+        yield settings

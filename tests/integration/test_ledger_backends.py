@@ -16,15 +16,9 @@ from bot.ledger import open_ledger
 from bot.ledger_writer import GroupCommitWriter
 from bot.settings import Settings
 from bot.webhooks.decision import InstallationChange
-from tests.support.backends import BACKENDS, backend_settings
+from tests.support.threads import run_in_threads
 
 pytestmark = pytest.mark.postgres
-
-
-@pytest.fixture(params=BACKENDS)
-def settings(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Settings]:
-    with backend_settings(request.param, tmp_path) as settings:
-        yield settings
 
 
 @pytest.fixture
@@ -231,11 +225,7 @@ def test_two_processes_racing_one_delivery_record_one_job(ledger: Any, settings:
         barrier.wait()
         results.append(led.submit(request(delivery="same")))
 
-    threads = [threading.Thread(target=send, args=(led,)) for led in [ledger, *others]]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    run_in_threads(send, [(led,) for led in [ledger, *others]])
     for led in others:
         led.close()
     assert sum(r.created for r in results) == 1

@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 from collections import Counter
 from collections.abc import Iterator
-from pathlib import Path
+from contextlib import closing
 from typing import Any
 
 import pytest
@@ -15,22 +15,15 @@ from bot.ledger import open_ledger
 from bot.queue import JobQueue, build_queue
 from bot.settings import Settings
 from bot.worker import Worker
-from tests.support.backends import BACKENDS, backend_settings
+from tests.support.threads import run_in_threads
 
 pytestmark = pytest.mark.postgres
 
 
-@pytest.fixture(params=BACKENDS)
-def settings(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Settings]:
-    with backend_settings(request.param, tmp_path) as settings:
-        yield settings
-
-
 @pytest.fixture
 def job_queue(settings: Settings) -> Iterator[JobQueue]:
-    q = build_queue(settings)
-    yield q
-    q.close()
+    with closing(build_queue(settings)) as q:
+        yield q
 
 
 def test_enqueued_ids_are_pending_then_run(job_queue: JobQueue) -> None:
@@ -63,11 +56,7 @@ def test_two_consumers_of_one_queue_run_each_id_once(settings: Settings, job_que
         while q.run_next(0):
             pass
 
-    threads = [threading.Thread(target=drain, args=(q,)) for q in consumers for _ in range(2)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    run_in_threads(drain, [(q,) for q in consumers for _ in range(2)])
     for q in consumers:
         q.close()
     assert ran == Counter({f"job-{n}": 1 for n in range(40)})
