@@ -2,6 +2,8 @@
 
 Concurrent deliveries then cost one fsync per batch instead of queueing on SQLite's write lock
 (field notes: "SQLite on the webhook path"). Each caller's future resolves after the commit holding its row.
+`BatchWriter` is the thread and its queue; each driver says how a batch commits (SQLite here, PostgreSQL in
+bot/ledger_postgres_writer.py).
 """
 
 from __future__ import annotations
@@ -11,31 +13,42 @@ import sqlite3
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future
-from typing import Any, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
 import structlog
 
 from bot import metrics
 
+
+class Connection(Protocol):
+    """What the writer needs of a DB-API connection beyond what its driver's ops use."""
+
+    def close(self) -> None: ...
+
+
 T = TypeVar("T")
-Op = Callable[[sqlite3.Connection], Any]
-_STOP = None
+C = TypeVar("C", bound=Connection)
+Op = Callable[[Any], Any]
+Outcome = tuple[Any, BaseException | None]
+Item = tuple[Op, "Future[Any]"]
 MAX_BATCH = 1024
 
 log = structlog.get_logger(__name__)
 
 
-class GroupCommitWriter:
+class BatchWriter(Generic[C]):
     """Runs write operations on one connection, many per transaction, each in its own savepoint."""
 
-    def __init__(self, connect: Callable[[], sqlite3.Connection]) -> None:
+    connect_errors: tuple[type[Exception], ...] = (Exception,)
+
+    def __init__(self, connect: Callable[[], C]) -> None:
         self._connect = connect
-        self._ops: queue.SimpleQueue[tuple[Op, Future[Any]] | None] = queue.SimpleQueue()
+        self._ops: queue.SimpleQueue[Item | None] = queue.SimpleQueue()
         self._closed = False
         self._thread = threading.Thread(target=self._run, name="ledger-writer", daemon=True)
         self._thread.start()
 
-    def submit(self, op: Callable[[sqlite3.Connection], T]) -> Future[T]:
+    def submit(self, op: Callable[[C], T]) -> Future[T]:
         """Queue `op`; its future resolves with op's result after the commit (or with its exception)."""
         if self._closed:
             raise RuntimeError("the ledger is closed")
@@ -47,34 +60,54 @@ class GroupCommitWriter:
         """Commit what is queued, then stop the thread."""
         if not self._closed:
             self._closed = True
-            self._ops.put(_STOP)
+            self._ops.put(None)
             self._thread.join()
 
+    def commit_batch(self, conn: C, ops: list[Op]) -> list[Outcome]:
+        """Run `ops` in one transaction, each in its own savepoint; (result, error) per op, after the commit."""
+        raise NotImplementedError
+
+    def usable(self, conn: C) -> bool:
+        """False when the connection must be replaced before the next batch."""
+        return True
+
     def _run(self) -> None:
-        conn = self._connect()
-        try:
-            while (first := self._ops.get()) is not _STOP:
-                batch = [first]
-                stopping = self._drain(batch)
+        conn: C | None = None
+        while (first := self._ops.get()) is not None:
+            batch = [first]
+            stopping = self._drain(batch)
+            if conn is None or not self.usable(conn):
+                conn = self._reconnect(batch)
+            if conn is not None:
                 self._commit(conn, batch)
-                if stopping:
-                    break
-        finally:
+            if stopping:
+                break
+        if conn is not None:
             conn.close()
 
-    def _drain(self, batch: list[tuple[Op, Future[Any]]]) -> bool:
+    def _reconnect(self, batch: list[Item]) -> C | None:
+        try:
+            return self._connect()
+        except self.connect_errors as exc:
+            log.error("ledger connection failed", error=str(exc))
+            for _, future in batch:
+                future.set_exception(exc)
+            return None
+
+    def _drain(self, batch: list[Item]) -> bool:
         while len(batch) < MAX_BATCH:
             try:
                 item = self._ops.get_nowait()
             except queue.Empty:
                 return False
-            if item is _STOP:
+            if item is None:
                 return True
             batch.append(item)
         return False
 
-    def _commit(self, conn: sqlite3.Connection, batch: list[tuple[Op, Future[Any]]]) -> None:
-        outcomes = commit_batch(conn, [op for op, _ in batch])
+    def _commit(self, conn: C, batch: list[Item]) -> None:
+        outcomes = self.commit_batch(conn, [op for op, _ in batch])
+        metrics.LEDGER_BATCH.observe(len(batch))
         for (_, future), (result, error) in zip(batch, outcomes, strict=True):
             if error is None:
                 future.set_result(result)
@@ -82,23 +115,27 @@ class GroupCommitWriter:
                 future.set_exception(error)
 
 
-def commit_batch(conn: sqlite3.Connection, ops: list[Op]) -> list[tuple[Any, BaseException | None]]:
-    """Run `ops` in one transaction, each in its own savepoint; (result, error) per op, after the commit."""
-    try:
-        conn.execute("BEGIN IMMEDIATE")
-        outcomes = [run_in_savepoint(conn, op) for op in ops]
-        conn.execute("COMMIT")
-    except sqlite3.Error as exc:
-        log.error("ledger commit failed", error=str(exc), batch=len(ops))
-        if conn.in_transaction:
-            conn.execute("ROLLBACK")
-        outcomes = [(None, exc) for _ in ops]
-    metrics.LEDGER_BATCH.observe(len(ops))
-    return outcomes
+class GroupCommitWriter(BatchWriter[sqlite3.Connection]):
+    """The writer thread on SQLite: BEGIN IMMEDIATE, one SAVEPOINT per op, one COMMIT."""
+
+    connect_errors = (sqlite3.Error,)
+
+    def commit_batch(self, conn: sqlite3.Connection, ops: list[Op]) -> list[Outcome]:
+        """Run `ops` in one transaction, each in its own savepoint; (result, error) per op, after the commit."""
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+            outcomes = [run_in_savepoint(conn, op) for op in ops]
+            conn.execute("COMMIT")
+        except sqlite3.Error as exc:
+            log.error("ledger commit failed", error=str(exc), batch=len(ops))
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            return [(None, exc) for _ in ops]
+        return outcomes
 
 
-def run_in_savepoint(conn: sqlite3.Connection, op: Op) -> tuple[Any, BaseException | None]:
-    # A failing op rolls back only its own writes; the rest of the batch still commits.
+def run_in_savepoint(conn: sqlite3.Connection, op: Op) -> Outcome:
+    """Run one op in its own savepoint; a failing op rolls back only its own writes."""
     conn.execute("SAVEPOINT op")
     try:
         result = op(conn)
