@@ -61,11 +61,19 @@ def _build_worker(settings: Settings) -> Worker:
     runner = build_runner(settings, stop_runs=ledger.cancel, remember_label=ledger.remember_label)
     worker = build_worker(settings, runner, on_gave_up=notify, ledger=ledger)
     worker.housekeeping = sweep_sandboxes
+    worker.chores.append(warm_up_model_client)
     if settings.create_labels:
         from bot.installations import LabelKeeper
 
         worker.chores.append(LabelKeeper(settings, ledger, GitHubApp(settings).for_repo).run)
     return worker
+
+
+def warm_up_model_client(_stop: threading.Event) -> None:
+    """Import litellm (seconds of start-up) while the worker waits for its first job, not during it."""
+    from bot.agent.model import import_litellm
+
+    import_litellm()
 
 
 def sweep_sandboxes() -> None:
