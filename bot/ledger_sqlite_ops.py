@@ -1,4 +1,4 @@
-"""The ledger's SQL: each write is a function of a connection, run by the group-commit writer in a batch."""
+"""The ledger's SQL on SQLite: each write is a function of a connection, run by the group-commit writer in a batch."""
 
 from __future__ import annotations
 
@@ -7,12 +7,11 @@ import sqlite3
 import time
 import uuid
 from dataclasses import replace
-from datetime import UTC, datetime
 from typing import Any
 
-from bot.jobs import Job, JobKind, JobRequest, JobStatus
+from bot.jobs import Job, JobRequest, JobStatus
 from bot.ledger import SubmitResult
-from bot.webhooks.decision import InstallationChange
+from bot.ledger_sql import ACTIVE, COLUMNS, Dialect, Stopped, on_issue, select_jobs, supersede, when
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS jobs (
@@ -31,46 +30,21 @@ CREATE TABLE IF NOT EXISTS installations (
     repositories TEXT NOT NULL DEFAULT '[]', updated_at REAL NOT NULL
 );
 """
-COLUMNS = (
-    "id, kind, installation_id, repo, issue, requester, delivery_id, status, guidance, comment_id, attempts, "
-    "lease_expires_at, worker_id, pr_url, run_id, error, created_at, updated_at, extra"
+# No conflict target: a clash on the delivery id, the one-active-run index or the id inserts nothing.
+INSERT = (
+    f"INSERT INTO jobs ({COLUMNS}) VALUES "
+    "(?, ?, ?, ?, ?, ?, ?, 'queued', ?, ?, 0, NULL, NULL, NULL, NULL, NULL, ?, ?, ?) ON CONFLICT DO NOTHING"
 )
-ACTIVE = "status IN ('queued', 'running')"
-RUNS = "kind IN ('fix', 'retry')"  # control jobs (help, stop) never count as an issue's active job
+CLAIM = (
+    "UPDATE jobs SET status = 'running', worker_id = ?, lease_expires_at = ?, attempts = attempts + 1, "
+    "updated_at = ? WHERE id = ? AND (status = 'queued' OR (status = 'running' AND lease_expires_at < ?))"
+)
 Conn = sqlite3.Connection
 
 
-def when(epoch: float | None) -> datetime | None:
-    return None if epoch is None else datetime.fromtimestamp(epoch, UTC)
-
-
-def row_to_job(row: tuple[Any, ...]) -> Job:
-    (id_, kind, inst, repo, issue, requester, delivery, status, guidance, comment_id, attempts,
-     lease, worker, pr_url, run_id, error, created, updated, extra) = row  # fmt: skip
-    return Job(
-        id_, JobKind(kind), inst, repo, issue, requester, delivery, JobStatus(status), guidance, comment_id,
-        attempts, when(lease), worker, pr_url, run_id, error, when(created), when(updated), json.loads(extra),
-    )  # fmt: skip
-
-
-def select_jobs(conn: Conn, where: str, params: tuple[Any, ...] = ()) -> list[Job]:
-    return [row_to_job(r) for r in conn.execute(f"SELECT {COLUMNS} FROM jobs WHERE {where}", params)]
-
-
-def issue_of_pull(conn: Conn, repo: str, pull: int) -> int | None:
-    """The issue whose job opened PR #pull, if the ledger knows it."""
-    row = conn.execute(
-        "SELECT issue FROM jobs WHERE repo = ? AND pr_url LIKE ? ORDER BY created_at DESC LIMIT 1",
-        (repo, f"%/pull/{pull}"),
-    ).fetchone()
-    return None if row is None else int(row[0])
-
-
-def stop_active(
-    conn: Conn, where: str, params: tuple[Any, ...], reason: str, queued_to: JobStatus = JobStatus.CANCELLED
-) -> tuple[list[Job], list[Job]]:
+def stop_active(conn: Conn, where: str, params: tuple[Any, ...], reason: str, queued_to: JobStatus) -> Stopped:
     """End the active jobs matching `where`: queued ones become `queued_to`, running ones cancelled."""
-    jobs = select_jobs(conn, f"{ACTIVE} AND {where}", params)
+    jobs = select_jobs(SQLITE, conn, f"{ACTIVE} AND {where}", params)
     if not jobs:
         return [], []
     conn.execute(
@@ -83,84 +57,47 @@ def stop_active(
     return queued, running
 
 
+SQLITE = Dialect(param="?", lock="", tiebreak="rowid", stop_active=stop_active)
+
+
 def submit(conn: Conn, req: JobRequest) -> SubmitResult:
-    existing = select_jobs(conn, "delivery_id = ?", (req.delivery_id,))
+    """Record a job: a new delivery on an issue without an active run is one INSERT; the rest take the long way."""
+    if not req.extra.get("on_pull_request") and (job := insert(conn, req)) is not None:
+        return SubmitResult(job, created=True)
+    existing = select_jobs(SQLITE, conn, "delivery_id = ?", (req.delivery_id,))
     if existing:
         return SubmitResult(existing[0], created=False)
-    if req.extra.get("on_pull_request") and (issue := issue_of_pull(conn, req.repo, req.issue)) is not None:
-        req = replace(
-            req, issue=issue, extra={**req.extra, "on_pull_request": False, "pull_request": req.issue}
-        )
-    superseded: list[Job] = []
-    cancelled: list[Job] = []
-    if not req.kind.is_control:
-        reason = f"superseded by a {req.kind} job from @{req.requester}"
-        superseded, cancelled = stop_active(
-            conn, f"{RUNS} AND repo = ? AND issue = ?", (req.repo, req.issue), reason, JobStatus.SUPERSEDED
-        )
+    req = on_issue(SQLITE, conn, req)
+    superseded, cancelled = supersede(SQLITE, conn, req)
+    job = insert(conn, req)
+    if job is None:
+        raise sqlite3.IntegrityError(f"job for delivery {req.delivery_id} clashes with another row")
+    return SubmitResult(job, created=True, superseded=superseded, cancelled=cancelled)
+
+
+def insert(conn: Conn, req: JobRequest) -> Job | None:
+    """Insert the request's job; None when a unique index refused it (its delivery, or an active run)."""
     now = time.time()
     job_id = uuid.uuid4().hex[:16]
-    conn.execute(
-        f"INSERT INTO jobs ({COLUMNS}) VALUES "
-        "(?, ?, ?, ?, ?, ?, ?, 'queued', ?, ?, 0, NULL, NULL, NULL, NULL, NULL, ?, ?, ?)",
+    inserted = conn.execute(
+        INSERT,
         (job_id, req.kind.value, req.installation_id, req.repo, req.issue, req.requester, req.delivery_id,
          req.guidance, req.comment_id, now, now, json.dumps(req.extra)),
-    )  # fmt: skip
-    job = Job(
+    ).rowcount  # fmt: skip
+    if not inserted:
+        return None
+    return Job(
         job_id, req.kind, req.installation_id, req.repo, req.issue, req.requester, req.delivery_id,
         guidance=req.guidance, comment_id=req.comment_id, created_at=when(now), updated_at=when(now),
         extra=dict(req.extra),
     )  # fmt: skip
-    return SubmitResult(job, created=True, superseded=superseded, cancelled=cancelled)
-
-
-def record_installation(conn: Conn, change: InstallationChange) -> list[Job]:
-    row = conn.execute(
-        "SELECT repositories FROM installations WHERE id = ?", (change.installation_id,)
-    ).fetchone()
-    repos = set(json.loads(row[0])) if row else set()
-    repos = (repos | set(change.repositories_added)) - set(change.repositories_removed)
-    suspended = {"suspend": 1, "unsuspend": 0}.get(change.action)
-    conn.execute(
-        "INSERT INTO installations (id, account, suspended, repositories, updated_at) VALUES (?, ?, ?, ?, ?) "
-        "ON CONFLICT (id) DO UPDATE SET account = CASE WHEN excluded.account = '' THEN installations.account "
-        "ELSE excluded.account END, suspended = COALESCE(?, installations.suspended), "
-        "repositories = excluded.repositories, updated_at = excluded.updated_at",
-        (
-            change.installation_id,
-            change.account,
-            suspended or 0,
-            json.dumps(sorted(repos)),
-            time.time(),
-            suspended,
-        ),
-    )
-    if change.action == "deleted":
-        conn.execute("DELETE FROM installations WHERE id = ?", (change.installation_id,))
-    if not change.stops_jobs:
-        return []
-    queued, running = stop_active(
-        conn, "installation_id = ?", (change.installation_id,), f"installation {change.action}"
-    )
-    return queued + running
-
-
-def cancel(conn: Conn, repo: str, issue: int, reason: str, on_pull_request: bool) -> list[Job]:
-    if on_pull_request:
-        issue = issue_of_pull(conn, repo, issue) or issue
-    queued, running = stop_active(conn, f"{RUNS} AND repo = ? AND issue = ?", (repo, issue), reason)
-    return queued + running
 
 
 def claim(conn: Conn, job_id: str, worker_id: str, lease_seconds: float) -> Job | None:
+    """Take a queued job, or a running one whose lease expired; None when it is not claimable."""
     now = time.time()
-    claimed = conn.execute(
-        "UPDATE jobs SET status = 'running', worker_id = ?, lease_expires_at = ?, attempts = attempts + 1, "
-        "updated_at = ? WHERE id = ? "
-        "AND (status = 'queued' OR (status = 'running' AND lease_expires_at < ?))",
-        (worker_id, now + lease_seconds, now, job_id, now),
-    ).rowcount
-    return select_jobs(conn, "id = ?", (job_id,))[0] if claimed else None
+    claimed = conn.execute(CLAIM, (worker_id, now + lease_seconds, now, job_id, now)).rowcount
+    return select_jobs(SQLITE, conn, "id = ?", (job_id,))[0] if claimed else None
 
 
 def held(sql: str, *params: Any) -> Any:

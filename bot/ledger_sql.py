@@ -1,0 +1,129 @@
+"""The ledger's SQL shared by SQLite and PostgreSQL, written once with `?` placeholders; a Dialect says what differs."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
+from typing import Any
+
+from bot.jobs import Job, JobKind, JobRequest, JobStatus
+from bot.webhooks.decision import InstallationChange
+
+COLUMNS = (
+    "id, kind, installation_id, repo, issue, requester, delivery_id, status, guidance, comment_id, attempts, "
+    "lease_expires_at, worker_id, pr_url, run_id, error, created_at, updated_at, extra"
+)
+ACTIVE = "status IN ('queued', 'running')"
+RUNS = "kind IN ('fix', 'retry')"  # control jobs (help, stop) never count as an issue's active job
+RENEW = "UPDATE jobs SET lease_expires_at = ? WHERE id = ? AND worker_id = ? AND status = 'running'"
+FINISH = (
+    "UPDATE jobs SET status = CASE status WHEN 'running' THEN ? ELSE status END, "
+    "pr_url = COALESCE(?, pr_url), run_id = COALESCE(?, run_id), error = COALESCE(?, error), "
+    "lease_expires_at = NULL, updated_at = ? WHERE id = ? AND worker_id = ?"
+)
+REQUEUE = (
+    "UPDATE jobs SET status = 'queued', worker_id = NULL, lease_expires_at = NULL, "
+    "attempts = CASE WHEN attempts > 0 THEN attempts - 1 ELSE 0 END, updated_at = ? "
+    "WHERE id = ? AND worker_id = ? AND status = 'running'"
+)
+UPSERT_INSTALLATION = (
+    "INSERT INTO installations (id, account, suspended, repositories, updated_at) VALUES (?, ?, ?, ?, ?) "
+    "ON CONFLICT (id) DO UPDATE SET account = CASE WHEN excluded.account = '' THEN installations.account "
+    "ELSE excluded.account END, suspended = COALESCE(CAST(? AS INTEGER), installations.suspended), "
+    "repositories = excluded.repositories, updated_at = excluded.updated_at"
+)
+Stopped = tuple[list[Job], list[Job]]
+StopActive = Callable[[Any, str, tuple[Any, ...], str, JobStatus], Stopped]
+
+
+@dataclass(frozen=True)
+class Dialect:
+    """What differs between the two databases' SQL."""
+
+    param: str  # the driver's placeholder
+    lock: str  # row lock for a read-then-write ("" where the transaction already holds the write lock)
+    tiebreak: str  # the column that orders rows created in the same instant
+    stop_active: StopActive  # end the active jobs matching a WHERE clause
+
+    def sql(self, text: str) -> str:
+        """`text` with its `?` placeholders in this driver's style."""
+        return text if self.param == "?" else text.replace("?", self.param)
+
+
+def when(epoch: float | None) -> datetime | None:
+    """A stored epoch as an aware datetime."""
+    return None if epoch is None else datetime.fromtimestamp(epoch, UTC)
+
+
+def row_to_job(row: tuple[Any, ...]) -> Job:
+    """A Job from a row of COLUMNS."""
+    (id_, kind, inst, repo, issue, requester, delivery, status, guidance, comment_id, attempts,
+     lease, worker, pr_url, run_id, error, created, updated, extra) = row  # fmt: skip
+    return Job(
+        id_, JobKind(kind), inst, repo, issue, requester, delivery, JobStatus(status), guidance, comment_id,
+        attempts, when(lease), worker, pr_url, run_id, error, when(created), when(updated), json.loads(extra),
+    )  # fmt: skip
+
+
+def select_jobs(d: Dialect, conn: Any, where: str, params: tuple[Any, ...] = ()) -> list[Job]:
+    """The jobs matching `where`."""
+    return [row_to_job(r) for r in conn.execute(d.sql(f"SELECT {COLUMNS} FROM jobs WHERE {where}"), params)]
+
+
+def issue_of_pull(d: Dialect, conn: Any, repo: str, pull: int) -> int | None:
+    """The issue whose job opened PR #pull, if the ledger knows it."""
+    row = conn.execute(
+        d.sql("SELECT issue FROM jobs WHERE repo = ? AND pr_url LIKE ? ORDER BY created_at DESC LIMIT 1"),
+        (repo, f"%/pull/{pull}"),
+    ).fetchone()
+    return None if row is None else int(row[0])
+
+
+def on_issue(d: Dialect, conn: Any, req: JobRequest) -> JobRequest:
+    """A request made on a PR moved to the issue whose job opened that PR (unchanged when unknown)."""
+    if not req.extra.get("on_pull_request") or (issue := issue_of_pull(d, conn, req.repo, req.issue)) is None:
+        return req
+    return replace(req, issue=issue, extra={**req.extra, "on_pull_request": False, "pull_request": req.issue})
+
+
+def supersede(d: Dialect, conn: Any, req: JobRequest) -> Stopped:
+    """End the issue's active run for a new fix or retry: (superseded queued jobs, cancelled running ones)."""
+    if req.kind.is_control:
+        return [], []
+    reason = f"superseded by a {req.kind} job from @{req.requester}"
+    return d.stop_active(
+        conn, f"{RUNS} AND repo = ? AND issue = ?", (req.repo, req.issue), reason, JobStatus.SUPERSEDED
+    )
+
+
+def cancel(d: Dialect, conn: Any, repo: str, issue: int, reason: str, on_pull_request: bool) -> list[Job]:
+    """Cancel the issue's (or the PR's issue's) active run; returns the jobs stopped."""
+    if on_pull_request:
+        issue = issue_of_pull(d, conn, repo, issue) or issue
+    queued, running = d.stop_active(
+        conn, f"{RUNS} AND repo = ? AND issue = ?", (repo, issue), reason, JobStatus.CANCELLED
+    )
+    return queued + running
+
+
+def record_installation(d: Dialect, conn: Any, change: InstallationChange) -> list[Job]:
+    """Upsert the installation (or delete it); stop its active jobs when it was deleted or suspended."""
+    select = d.sql(f"SELECT repositories FROM installations WHERE id = ?{d.lock}")
+    row = conn.execute(select, (change.installation_id,)).fetchone()
+    repos = (set(json.loads(row[0])) if row else set()) | set(change.repositories_added)
+    suspended = {"suspend": 1, "unsuspend": 0}.get(change.action)
+    conn.execute(
+        d.sql(UPSERT_INSTALLATION),
+        (change.installation_id, change.account, suspended or 0,
+         json.dumps(sorted(repos - set(change.repositories_removed))), time.time(), suspended),
+    )  # fmt: skip
+    if change.action == "deleted":
+        conn.execute(d.sql("DELETE FROM installations WHERE id = ?"), (change.installation_id,))
+    if not change.stops_jobs:
+        return []
+    reason = f"installation {change.action}"
+    queued, running = d.stop_active(conn, "installation_id = ?", (change.installation_id,), reason, JobStatus.CANCELLED)
+    return queued + running
