@@ -66,7 +66,13 @@ def model_config(config: MiniFixAgentConfig, request: LocalRunRequest, settings:
 
 def sandbox_config(config: MiniFixAgentConfig, request: LocalRunRequest, settings: Settings) -> SandboxConfig:
     """The config's environment section over the deployment's image; --image wins over both."""
-    sandbox = config.environment.to_sandbox_config(SandboxConfig(image=settings.sandbox_image))
+    base = SandboxConfig(
+        image=settings.sandbox_image,
+        memory=settings.sandbox_memory,
+        cpus=settings.sandbox_cpus,
+        runtime=settings.sandbox_runtime,
+    )
+    sandbox = config.environment.to_sandbox_config(base)
     return sandbox.model_copy(update={"image": request.image}) if request.image else sandbox
 
 

@@ -119,6 +119,7 @@ def sandbox_config_for(agent: MiniFixAgentConfig, settings: Settings, config: Re
         memory=config.limits.memory or settings.sandbox_memory,
         cpus=config.limits.cpus or settings.sandbox_cpus,
         network=bool(config.setup) and config.setup_network,
+        runtime=settings.sandbox_runtime,
     )
     wall = agent.agent.wall_time_limit_seconds
     if wall > 0:

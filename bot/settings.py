@@ -74,6 +74,8 @@ class Settings(BaseSettings):
     """Default sandbox memory limit (swap is set equal)."""
     sandbox_cpus: float = 1.0
     """Default sandbox CPU quota, in cores."""
+    sandbox_runtime: str | None = None
+    """OCI runtime of sandbox containers, e.g. `runsc` for gVisor (installed on the engine); None = runc."""
     allow_owners: Annotated[list[str], NoDecode] = []
     """Comma-separated owners whose repositories may use the App; empty = every owner."""
     deny_owners: Annotated[list[str], NoDecode] = []
