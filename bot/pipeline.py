@@ -6,7 +6,8 @@ import tempfile
 import threading
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
@@ -25,7 +26,15 @@ from bot.jobs import SHUTDOWN_REASON, Job, JobKind, JobOutcome, JobStatus, cance
 from bot.progress import StatusComment
 from bot.publish import Published, attach_trajectory, open_or_update_pr, pr_body_vars, push_change
 from bot.render import outcome, render
-from bot.repo_config_apply import RememberLabel, admit, agent_config_for, guidance, reader, sandbox_config_for
+from bot.repo_config_apply import (
+    RememberLabel,
+    admit,
+    agent_config_for,
+    guidance,
+    reader,
+    sandbox_config_for,
+    setup_networked,
+)
 from bot.repo_config_schema import RepoConfig
 from bot.settings import Settings
 from bot.steps import RunFailed
@@ -147,7 +156,8 @@ def _attempt(state: RunState, cancel: threading.Event, deps: PipelineDeps, model
     issue = gh.get_issue(state.number)
     issue = Issue(issue.number, clean(issue.title), issue.body, issue.author, issue.state)
     repo = gh.get_repo()
-    with tempfile.TemporaryDirectory(prefix=f"mini-fix-{run_id}-", dir=deps.workdir) as tmp:
+    early = steps.EarlySandbox(deps.sandbox, sandbox_config_for(deps.agent_config, deps.settings, state.config), run_id)
+    with early_discarded(early), tempfile.TemporaryDirectory(prefix=f"mini-fix-{run_id}-", dir=deps.workdir) as tmp:
         checkout = Path(tmp) / "repo"
         token = gh.git_token()
         steps.clone(repo, token, checkout)
@@ -163,7 +173,8 @@ def _attempt(state: RunState, cancel: threading.Event, deps: PipelineDeps, model
         )
         if extra := guidance(state.config, checkout):
             task = f"{task}\n\n{extra}"
-        diff = _sandboxed(state, cancel, deps, model_config, task, checkout, secrets=[token])
+        sandbox = early.take(checkout)
+        diff = _sandboxed(state, cancel, deps, model_config, task, sandbox, secrets=[token])
         if not diff.strip():
             raise RunFailed("empty_diff")
         state.paths = gitops.protected_paths(diff, state.config.protected_paths)
@@ -187,22 +198,20 @@ def _sandboxed(
     deps: PipelineDeps,
     model_config: ModelConfig,
     task: str,
-    checkout: Path,
+    sandbox: Sandbox,
     secrets: list[str],
 ) -> str:
-    """Start the sandbox, run the agent in it, take the diff; the container is removed whatever happens."""
+    """Run the agent in the sandbox and take the diff; the container is removed whatever happens."""
     config = deps.agent_config
-    sandbox_config = sandbox_config_for(config, deps.settings, state.config)
     run_id = state.run["run_id"]
     writer = TrajectoryWriter(
         deps.settings.data_dir / "runs" / run_id / "trajectory.json",
         secrets=[*secrets, *deps.settings.secrets],
         mini_fix={"repo": state.job.repo, "issue": state.number, "run_id": run_id, "job_id": state.job.id},
     )
-    sandbox = steps.start_sandbox(deps.sandbox, sandbox_config, run_id, checkout)
     try:
         with steps.closed_on_cancel(sandbox, cancel):
-            steps.run_setup(sandbox, state.config.setup, networked=sandbox_config.network)
+            steps.run_setup(sandbox, state.config.setup, networked=setup_networked(state.config))
             state.result = steps.run_agent(
                 deps.model(model_config),
                 sandbox,
@@ -220,6 +229,15 @@ def _sandboxed(
             return diff
     finally:
         sandbox.close()
+
+
+@contextmanager
+def early_discarded(early: steps.EarlySandbox) -> Iterator[None]:
+    """Whatever ends the attempt, a container started early and never used is removed."""
+    try:
+        yield
+    finally:
+        early.discard()
 
 
 def _on_step(status: StatusComment, event: StepEvent) -> None:

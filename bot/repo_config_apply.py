@@ -112,13 +112,18 @@ def agent_config_for(base: MiniFixAgentConfig, settings: Settings, config: RepoC
     return base.model_copy(update={"agent": agent, "model": model, "environment": env})
 
 
+def setup_networked(config: RepoConfig) -> bool:
+    """The container starts with a network only for a setup phase that asks for one."""
+    return bool(config.setup) and config.setup_network
+
+
 def sandbox_config_for(agent: MiniFixAgentConfig, settings: Settings, config: RepoConfig) -> SandboxConfig:
     """The run's container: the deployment's image and size, the repository's, network only for a setup phase."""
     base = SandboxConfig(
         image=settings.sandbox_image,
         memory=config.limits.memory or settings.sandbox_memory,
         cpus=config.limits.cpus or settings.sandbox_cpus,
-        network=bool(config.setup) and config.setup_network,
+        network=setup_networked(config),
         runtime=settings.sandbox_runtime,
     )
     wall = agent.agent.wall_time_limit_seconds

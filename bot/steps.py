@@ -79,20 +79,48 @@ def clone(repo: RepoInfo, token: str, dest: Path) -> None:
         raise RunFailed("clone_failed", str(exc)) from exc
 
 
-def start_sandbox(
-    factory: Callable[[SandboxConfig, str], Sandbox], config: SandboxConfig, run_id: str, checkout: Path
-) -> Sandbox:
-    """Start the run's container and copy the checkout in; sandbox errors become their outcome."""
-    try:
-        sandbox = factory(config, run_id)
-    except SandboxError as exc:
-        raise RunFailed(sandbox_outcome(exc), str(exc)) from exc
-    try:
-        sandbox.copy_in(checkout)
-    except SandboxError as exc:
-        sandbox.close()
-        raise RunFailed(sandbox_outcome(exc), str(exc)) from exc
-    return sandbox
+class EarlySandbox:
+    """The run's container, started in the background while the worker clones: neither waits for the other."""
+
+    def __init__(self, factory: Callable[[SandboxConfig, str], Sandbox], config: SandboxConfig, run_id: str) -> None:
+        self.config = config
+        self._result: Sandbox | BaseException | None = None
+        self._taken = False
+        self._thread = threading.Thread(
+            target=self._start, args=(factory, config, run_id), name="sandbox-start", daemon=True
+        )
+        self._thread.start()
+
+    def _start(self, factory: Callable[[SandboxConfig, str], Sandbox], config: SandboxConfig, run_id: str) -> None:
+        try:
+            self._result = factory(config, run_id)
+        except Exception as exc:  # handed to the pipeline's thread by take()
+            self._result = exc
+
+    def take(self, checkout: Path) -> Sandbox:
+        """The started sandbox with the checkout copied in; sandbox errors become their outcome."""
+        self._thread.join()
+        self._taken = True
+        if isinstance(self._result, SandboxError):
+            raise RunFailed(sandbox_outcome(self._result), str(self._result)) from self._result
+        if isinstance(self._result, BaseException):
+            raise self._result
+        assert self._result is not None
+        sandbox = self._result
+        try:
+            sandbox.copy_in(checkout)
+        except SandboxError as exc:
+            sandbox.close()
+            raise RunFailed(sandbox_outcome(exc), str(exc)) from exc
+        return sandbox
+
+    def discard(self) -> None:
+        """Remove the container if the run never took it (the clone failed, the run was stopped)."""
+        if not self._taken:
+            self._thread.join()
+            self._taken = True
+            if self._result is not None and not isinstance(self._result, BaseException):
+                self._result.close()
 
 
 def sandbox_outcome(exc: SandboxError) -> str:
