@@ -5,14 +5,13 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from bot.agent.config import load_config
 from bot.agent.model_base import ModelReply
-from bot.github import GitHubApp
 from bot.jobs import Job, JobKind, JobOutcome, JobRequest, JobStatus
 from bot.ledger_sqlite import SqliteLedger
 from bot.pipeline import PipelineDeps, run_job
@@ -74,15 +73,7 @@ class Commands(World):
         self.ledger = ledger
 
     def deps(self) -> PipelineDeps:
-        return PipelineDeps(
-            self.settings,
-            GitHubApp(self.settings).for_repo,
-            self.sandbox,
-            lambda _: self.model,
-            load_config(),
-            workdir=self.workdir,
-            stop_runs=self.ledger.cancel,
-        )
+        return replace(super().deps(), stop_runs=self.ledger.cancel)
 
     def command(self, kind: JobKind, requester: str, **extra: Any) -> JobOutcome:
         comment = self.github.add_comment(REPO, self.issue, f"/agent {kind.value}", requester)

@@ -61,8 +61,9 @@ class World:
         self.sandboxes.append(box)
         return box
 
-    def run(self, requester: str = "alice", cancel: threading.Event | None = None, **job: Any) -> Any:
-        deps = PipelineDeps(
+    def deps(self) -> PipelineDeps:
+        """The pipeline's collaborators: the fake GitHub over HTTP, fake sandboxes, the scripted model."""
+        return PipelineDeps(
             self.settings,
             GitHubApp(self.settings).for_repo,
             self.sandbox,
@@ -70,6 +71,9 @@ class World:
             load_config(),
             workdir=self.workdir,
         )
+
+    def run(self, requester: str = "alice", cancel: threading.Event | None = None, **job: Any) -> Any:
+        deps = self.deps()
         fields = {
             "id": "job1",
             "kind": JobKind.FIX,
