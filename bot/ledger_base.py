@@ -36,7 +36,6 @@ class Installs(Protocol):
 
     def record(self, conn: Any, change: InstallationChange) -> None: ...
     def active(self, conn: Any, installation_id: int) -> bool: ...
-    def trigger_label(self, conn: Any, repo: str) -> str | None: ...
     def count(self, conn: Any, installation_id: int, status: str, *, other_than: tuple[str, int] | None) -> int: ...
 
 
@@ -105,7 +104,7 @@ class SqlLedger(Generic[C]):
 
     def trigger_label(self, repo: str) -> str | None:
         """The trigger label a worker last read from the repository's (or its owner's) config; None = default."""
-        return self.installs.trigger_label(self._conn(), repo)
+        return sql.trigger_label(self.dialect, self._conn(), repo)
 
     def count_jobs(self, installation_id: int, status: JobStatus, *, other_than: tuple[str, int] | None = None) -> int:
         """Fix and retry jobs of an installation in `status` (queue-full ones and one issue's left out)."""

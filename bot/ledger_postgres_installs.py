@@ -17,7 +17,6 @@ SCHEMA = (
     "CREATE TABLE IF NOT EXISTS installations_gone (id BIGINT PRIMARY KEY, updated_at DOUBLE PRECISION NOT NULL)",
     "CREATE INDEX IF NOT EXISTS jobs_installation ON jobs (installation_id, status)",
 )
-ORG_WIDE = "{owner}/*"
 Conn = psycopg.Connection[Any]
 
 
@@ -54,15 +53,6 @@ def active(conn: Conn, installation_id: int) -> bool:
         (installation_id, installation_id),
     ).fetchone()
     return not (row and row[0])
-
-
-def trigger_label(conn: Conn, repo: str) -> str | None:
-    """The label a repository's config named when a worker last read it, else its owner's, else None."""
-    org_key = ORG_WIDE.format(owner=repo.split("/", 1)[0])
-    row = conn.execute(
-        "SELECT label FROM repo_labels WHERE repo IN (%s, %s) ORDER BY repo = %s DESC LIMIT 1", (repo, org_key, repo)
-    ).fetchone()
-    return None if row is None else str(row[0])
 
 
 def remember_label(conn: Conn, key: str, label: str | None) -> None:

@@ -127,3 +127,17 @@ def record_installation(d: Dialect, conn: Any, change: InstallationChange) -> li
     reason = f"installation {change.action}"
     queued, running = d.stop_active(conn, "installation_id = ?", (change.installation_id,), reason, JobStatus.CANCELLED)
     return queued + running
+
+
+ORG_WIDE = "{owner}/*"
+"""The repo_labels key of an owner's label (from its `.github` repository)."""
+
+
+def trigger_label(d: Dialect, conn: Any, repo: str) -> str | None:
+    """The label a repository's config named when a worker last read it, else its owner's, else None."""
+    org_key = ORG_WIDE.format(owner=repo.split("/", 1)[0])
+    row = conn.execute(
+        d.sql("SELECT label FROM repo_labels WHERE repo IN (?, ?) ORDER BY repo = ? DESC LIMIT 1"),
+        (repo, org_key, repo),
+    ).fetchone()
+    return None if row is None else str(row[0])

@@ -15,7 +15,6 @@ CREATE TABLE IF NOT EXISTS label_chores (
 CREATE TABLE IF NOT EXISTS installations_gone (id BIGINT PRIMARY KEY, updated_at REAL NOT NULL);
 CREATE INDEX IF NOT EXISTS jobs_installation ON jobs (installation_id, status);
 """
-ORG_WIDE = "{owner}/*"
 """Key of an owner's label (from its `.github` repository), used for repositories not read yet."""
 Conn = sqlite3.Connection
 
@@ -47,15 +46,6 @@ def active(conn: Conn, installation_id: int) -> bool:
     gone = conn.execute("SELECT 1 FROM installations_gone WHERE id = ?", (installation_id,)).fetchone()
     suspended = conn.execute("SELECT suspended FROM installations WHERE id = ?", (installation_id,)).fetchone()
     return gone is None and not (suspended and suspended[0])
-
-
-def trigger_label(conn: Conn, repo: str) -> str | None:
-    """The label a repository's config named when a worker last read it, else its owner's, else None."""
-    org_key = ORG_WIDE.format(owner=repo.split("/", 1)[0])
-    row = conn.execute(
-        "SELECT label FROM repo_labels WHERE repo IN (?, ?) ORDER BY repo = ? DESC LIMIT 1", (repo, org_key, repo)
-    ).fetchone()
-    return None if row is None else str(row[0])
 
 
 def remember_label(conn: Conn, key: str, label: str | None) -> None:

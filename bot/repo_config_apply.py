@@ -11,6 +11,7 @@ from bot.abuse import QUEUE_FULL, queue_full_outcome
 from bot.agent.config import MiniFixAgentConfig
 from bot.gateway import GitHubError, GitHubGateway
 from bot.jobs import Job, JobKind, JobOutcome, JobStatus
+from bot.ledger_sql import ORG_WIDE
 from bot.render import render
 from bot.repo_config import ORG_REPO, ConfigError, LoadedConfig, Reader, load_repo_config
 from bot.repo_config_schema import RepoConfig
@@ -48,7 +49,7 @@ def remember(loaded: LoadedConfig, repo: str, remember_label: RememberLabel | No
     remember_label(repo, loaded.config.label)
     owner = repo.split("/", 1)[0]
     if loaded.sources and loaded.sources[0].startswith(f"{owner}/{ORG_REPO}:"):
-        remember_label(f"{owner}/*", loaded.config.label)
+        remember_label(ORG_WIDE.format(owner=owner), loaded.config.label)
 
 
 def admit(
