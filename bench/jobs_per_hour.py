@@ -33,7 +33,7 @@ sys.path.insert(0, str(ROOT))
 from bench.e2e_harness import CALC, E2E, FIX_STEPS, NAME, OWNER, REPO  # noqa: E402
 from bot.jobs import JobKind, JobRequest, JobStatus  # noqa: E402
 from bot.ledger import open_ledger  # noqa: E402
-from bot.queue import build_queue  # noqa: E402
+from bot.queue.dispatch import build_queue  # noqa: E402
 from tests.support.backends import backend_settings  # noqa: E402
 
 

@@ -34,7 +34,7 @@ PROBOT_DIR = ROOT / "bench" / "probot"
 ANCHOR_RATE, ANCHOR_P99_MS = 1600.0, 25.0  # the field notes' Probot figures, for runs without --probot
 SERVER = """
 import uvicorn
-from bot.app import create_app
+from bot.web.app import create_app
 from bot.logs import configure_logging
 from bot.settings import Settings
 settings = Settings()

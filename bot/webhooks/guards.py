@@ -7,11 +7,11 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from bot.abuse import QUEUE_FULL, over_queue_cap
 from bot.jobs import JobKind, JobStatus
 from bot.settings import Settings
 from bot.webhooks.decision import Decision, Payload, dig_str, ignore
 from bot.webhooks.lookups import LedgerReads
+from bot.webhooks.policy import QUEUE_FULL, over_queue_cap
 
 LABEL_ACTIONS = ("labeled", "unlabeled")
 

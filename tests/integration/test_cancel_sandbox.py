@@ -7,8 +7,8 @@ from collections.abc import Callable
 
 import pytest
 
-from bot import steps
-from bot.steps import RunFailed
+from bot.pipeline import execute as steps
+from bot.pipeline.execute import RunFailed
 from sandbox.base import SandboxError
 from sandbox.docker import DockerSandbox
 

@@ -13,7 +13,7 @@ import pytest
 
 from bot.jobs import JobKind, JobRequest, JobStatus
 from bot.ledger import open_ledger
-from bot.ledger_writer import GroupCommitWriter
+from bot.ledger.writer import GroupCommitWriter
 from bot.settings import Settings
 from bot.webhooks.decision import InstallationChange
 from tests.support.threads import run_in_threads
@@ -199,7 +199,7 @@ def test_postgres_writer_isolates_a_failing_write(settings: Settings) -> None:
         pytest.skip("the SQLite writer has its own test above")
     import psycopg
 
-    from bot.ledger_postgres_writer import PostgresGroupCommitWriter
+    from bot.ledger.postgres.writer import PostgresGroupCommitWriter
 
     url = settings.database_url or ""
     with psycopg.connect(url, autocommit=True) as conn:

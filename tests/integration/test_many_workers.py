@@ -17,7 +17,7 @@ import pytest
 
 from bot.jobs import JobKind, JobRequest, JobStatus
 from bot.ledger import open_ledger
-from bot.queue import build_queue
+from bot.queue.dispatch import build_queue
 from bot.settings import Settings
 from tests.support.backends import backend_settings
 

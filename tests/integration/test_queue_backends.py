@@ -12,9 +12,9 @@ import pytest
 
 from bot.jobs import Job, JobKind, JobOutcome, JobRequest, JobStatus
 from bot.ledger import open_ledger
-from bot.queue import JobQueue, build_queue
+from bot.queue.dispatch import JobQueue, build_queue
 from bot.settings import Settings
-from bot.worker import Worker
+from bot.worker.pool import Worker
 from tests.support.threads import run_in_threads
 
 pytestmark = pytest.mark.postgres

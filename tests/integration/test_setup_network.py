@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.steps import RunFailed, run_setup, run_test
+from bot.pipeline.execute import RunFailed, run_setup, run_test
 from sandbox.docker import DockerSandbox
 
 pytestmark = pytest.mark.docker

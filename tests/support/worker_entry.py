@@ -15,11 +15,11 @@ import threading
 import time
 from pathlib import Path
 
-from bot import worker as worker_module
 from bot.jobs import Job, JobOutcome, JobStatus
 from bot.logs import configure_logging
 from bot.settings import Settings
-from bot.worker import build_worker
+from bot.worker import pool as worker_module
+from bot.worker.pool import build_worker
 
 
 def record(*fields: object) -> None:

@@ -13,10 +13,10 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from bot.app import create_app
-from bot.ledger_sqlite import SqliteLedger
-from bot.queue import JobQueue, build_queue
+from bot.ledger.sqlite.ledger import SqliteLedger
+from bot.queue.dispatch import JobQueue, build_queue
 from bot.settings import Settings
+from bot.web.app import create_app
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "webhooks"
 SECRET = "test-webhook-secret-1f2e3d"

@@ -10,12 +10,12 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from bot.abuse import QUEUE_FULL, refusal
 from bot.jobs import Job, JobKind, JobOutcome, JobRequest, JobStatus
-from bot.ledger_sqlite import SqliteLedger
-from bot.queue import JobQueue
+from bot.ledger.sqlite.ledger import SqliteLedger
+from bot.queue.dispatch import JobQueue
 from bot.settings import Settings
-from bot.worker import Worker
+from bot.webhooks.policy import QUEUE_FULL, refusal
+from bot.worker.pool import Worker
 from tests.support.fake_github import FakeGitHub
 from tests.support.scripted_model import bash
 from tests.support.webhooks import labeled

@@ -13,11 +13,11 @@ import pytest
 
 from bot.agent.model_base import ModelReply
 from bot.jobs import Job, JobKind, JobOutcome, JobRequest, JobStatus
-from bot.ledger_sqlite import SqliteLedger
-from bot.pipeline import PipelineDeps, run_job
-from bot.queue import JobQueue
+from bot.ledger.sqlite.ledger import SqliteLedger
+from bot.pipeline.run import PipelineDeps, run_job
+from bot.queue.dispatch import JobQueue
 from bot.webhooks.commands import Command, parse_command
-from bot.worker import Worker
+from bot.worker.pool import Worker
 from tests.support.fake_github import FakeGitHub
 from tests.support.scripted_model import ScriptedModel, bash
 from tests.unit.test_pipeline import FIX, REPO, SUBMIT, World, github  # noqa: F401  (github is a fixture)

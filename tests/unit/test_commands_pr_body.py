@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 
 from bot.agent.loop import AgentResult
-from bot.checks import checks_from_steps, untrusted_summary
-from bot.gateway import Issue
-from bot.publish import _body, pr_body_vars
-from bot.transcript import Step
+from bot.github.gateway import Issue
+from bot.pipeline.checks import checks_from_steps, untrusted_summary
+from bot.pipeline.publish import _body, pr_body_vars
+from bot.pipeline.transcript import Step
 
 DIFF = (
     "diff --git a/calc.py b/calc.py\n--- a/calc.py\n+++ b/calc.py\n@@ -1 +1 @@\n-    return a - b\n+    return a + b\n"

@@ -7,7 +7,7 @@ import sys
 
 PROBE = """
 import sys
-from bot.app import create_app
+from bot.web.app import create_app
 from bot.settings import Settings
 app = create_app(Settings(webhook_secret="footprint-secret-123", data_dir=sys.argv[1], _env_file=None))
 print(sorted(m for m in ("litellm", "docker", "openai") if m in sys.modules))

@@ -9,8 +9,8 @@ import httpx
 import pytest
 import respx
 
-from bot.gateway import GitHubError, can_write
-from bot.github import GitHubApp, RepoGateway
+from bot.github.app import GitHubApp, RepoGateway
+from bot.github.gateway import GitHubError, can_write
 from bot.settings import Settings
 from tests.support.fake_github import throwaway_key
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from bot import gitops
-from bot.gateway import BotIdentity
+from bot.github.gateway import BotIdentity
+from bot.pipeline import gitops
 from tests.support.fake_github import FakeGitHub
 
 BOT = BotIdentity("mini-fix[bot]", "1+mini-fix[bot]@users.noreply.github.com")

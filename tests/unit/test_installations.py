@@ -9,11 +9,11 @@ import pytest
 from fastapi.testclient import TestClient
 from pydantic import SecretStr
 
-from bot.github import GitHubApp
-from bot.installations import LABEL_COLOR, PACE_SECONDS, LabelKeeper
-from bot.ledger_sqlite import SqliteLedger
+from bot.github.app import GitHubApp
+from bot.ledger.sqlite.ledger import SqliteLedger
 from bot.settings import Settings
 from bot.webhooks.decision import InstallationChange
+from bot.worker.labels import LABEL_COLOR, PACE_SECONDS, LabelKeeper
 from tests.support.fake_github import FakeGitHub, throwaway_key
 from tests.support.fake_github_config import commit_files
 from tests.support.webhooks import example, labeled

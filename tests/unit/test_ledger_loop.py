@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from bot.jobs import JobKind, JobRequest
-from bot.ledger_loop import LoopGroupCommit
-from bot.ledger_sqlite import SqliteLedger
+from bot.ledger.sqlite.ledger import SqliteLedger
+from bot.ledger.sqlite.loop import LoopGroupCommit
 
 
 def request(issue: int) -> JobRequest:

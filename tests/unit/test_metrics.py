@@ -10,10 +10,10 @@ from fastapi.testclient import TestClient
 from prometheus_client.parser import text_string_to_metric_families
 
 from bot.jobs import Job, JobKind, JobOutcome, JobRequest, JobStatus
-from bot.ledger_sqlite import SqliteLedger
-from bot.queue import JobQueue
+from bot.ledger.sqlite.ledger import SqliteLedger
+from bot.queue.dispatch import JobQueue
 from bot.settings import Settings
-from bot.worker import Worker
+from bot.worker.pool import Worker
 
 
 def scrape(client: TestClient) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:

@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 
 from bot.agent.config import load_config
-from bot.github import GitHubApp
-from bot.repo_config import ConfigError, LoadedConfig, load_repo_config, parse_extends
-from bot.repo_config_apply import agent_config_for, guidance, reader, sandbox_config_for
-from bot.repo_config_schema import RepoConfig
+from bot.github.app import GitHubApp
+from bot.repo_config.apply import agent_config_for, guidance, reader, sandbox_config_for
+from bot.repo_config.load import ConfigError, LoadedConfig, load_repo_config, parse_extends
+from bot.repo_config.schema import RepoConfig
 from bot.settings import Settings
 from tests.support.fake_github import FakeGitHub, throwaway_key
 from tests.support.fake_github_config import commit_files

@@ -14,9 +14,9 @@ import pytest
 import respx
 from fastapi.testclient import TestClient
 
-from bot.app import create_app
 from bot.settings import Settings
-from bot.setup_app import SetupError, SetupFlow, serve, web_url
+from bot.web.app import create_app
+from bot.web.setup import SetupError, SetupFlow, serve, web_url
 from tests.support.fake_github import throwaway_key
 
 API = "https://ghe.example.com/api/v3"

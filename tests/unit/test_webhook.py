@@ -11,11 +11,11 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from bot.app import create_app
 from bot.jobs import JobStatus
-from bot.ledger_sqlite import SqliteLedger
-from bot.queue import JobQueue
+from bot.ledger.sqlite.ledger import SqliteLedger
+from bot.queue.dispatch import JobQueue
 from bot.settings import Settings, SettingsError
+from bot.web.app import create_app
 
 Examples = Callable[[str], list[dict[str, Any]]]
 Deliver = Callable[..., Any]

@@ -9,10 +9,10 @@ from collections.abc import Callable, Iterator
 import pytest
 
 from bot.jobs import Job, JobKind, JobOutcome, JobRequest, JobStatus
-from bot.ledger_sqlite import SqliteLedger
-from bot.queue import JobQueue
+from bot.ledger.sqlite.ledger import SqliteLedger
+from bot.queue.dispatch import JobQueue
 from bot.settings import Settings
-from bot.worker import Worker
+from bot.worker.pool import Worker
 
 
 class FakeRunner:

@@ -1,0 +1,178 @@
+"""The `mini-fix` command line. It only parses arguments and wires components; the work lives elsewhere."""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from bot.settings import Settings, SettingsError
+
+if TYPE_CHECKING:
+    from bot.worker.pool import Worker
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="mini-fix", description="Fix labelled GitHub issues with an agent.")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    serve = sub.add_parser("serve", help="webhook server, with an embedded worker unless --no-worker")
+    serve.add_argument("--host", default="0.0.0.0")
+    serve.add_argument("--port", type=int, default=3000)
+    serve.add_argument("--no-worker", action="store_true", help="API only; run `mini-fix worker` elsewhere")
+
+    sub.add_parser("worker", help="a worker process only")
+
+    run = sub.add_parser("run", help="run the agent on a local checkout in the sandbox, no GitHub")
+    run.add_argument("--repo", type=Path, required=True, help="path of a git checkout (never modified)")
+    task = run.add_mutually_exclusive_group(required=True)
+    task.add_argument("--task", help="the task text")
+    task.add_argument("--task-file", type=Path, help="file holding the task text")
+    run.add_argument("--config", type=Path, help="agent config YAML (default prompts/agent.yaml)")
+    run.add_argument("--model", help="litellm model name, e.g. hosted_vllm/<served-model>")
+    run.add_argument("--api-base", help="OpenAI-compatible API base, e.g. http://localhost:8000/v1")
+    run.add_argument("--image", help="sandbox image")
+    run.add_argument("--output", type=Path, help="output directory (default ./out/<run id>)")
+
+    setup = sub.add_parser("setup", help="create the GitHub App from app.yml and save its credentials to .env")
+    setup.add_argument("--port", type=int, default=3333, help="port of the local setup page on 127.0.0.1")
+    setup.add_argument("--org", help="create the App in this organisation (default: your user account)")
+    setup.add_argument("--env-file", type=Path, default=Path(".env"), help="where the credentials are written")
+
+    jobs = sub.add_parser("jobs", help="list the job ledger")
+    jobs.add_argument("--json", action="store_true", help="one JSON object per line")
+    jobs.add_argument("--limit", type=int, default=50)
+    return parser
+
+
+def _build_worker(settings: Settings) -> Worker:
+    from bot.github.app import GitHubApp
+    from bot.ledger import open_ledger
+    from bot.worker.notices import gave_up_notifier
+    from bot.worker.pool import build_worker
+    from bot.worker.wiring import build_runner
+
+    notify = gave_up_notifier(GitHubApp(settings).for_repo)
+    ledger = open_ledger(settings)  # shared with the runner: `/agent stop` jobs cancel runs through it
+    runner = build_runner(settings, stop_runs=ledger.cancel, remember_label=ledger.remember_label)
+    worker = build_worker(settings, runner, on_gave_up=notify, ledger=ledger)
+    worker.housekeeping = sweep_sandboxes
+    worker.chores.append(warm_up_model_client)
+    if settings.create_labels:
+        from bot.worker.labels import LabelKeeper
+
+        worker.chores.append(LabelKeeper(settings, ledger, GitHubApp(settings).for_repo).run)
+    return worker
+
+
+def warm_up_model_client(_stop: threading.Event) -> None:
+    """Import litellm (seconds of start-up) while the worker waits for its first job, not during it."""
+    from bot.agent.model import import_litellm
+
+    import_litellm()
+
+
+def sweep_sandboxes() -> None:
+    """Remove sandbox containers past their deadline (left by crashed workers on this engine)."""
+    from sandbox.docker import sweep
+
+    if removed := sweep():
+        import structlog
+
+        structlog.get_logger(__name__).info("expired_sandboxes_removed", count=removed)
+
+
+def _serve(settings: Settings, args: argparse.Namespace) -> int:
+    import uvicorn
+
+    from bot.web.app import create_app
+
+    settings.require_webhook_secret()  # fail before the slow worker wiring
+    worker = None if args.no_worker else _build_worker(settings)
+    app = create_app(settings, embedded_worker=worker)
+    try:
+        # The app's lifespan starts the worker and, on SIGTERM, puts its running jobs back in the queue.
+        uvicorn.run(app, host=args.host, port=args.port, log_config=None, access_log=False)
+    finally:
+        if worker is not None:
+            worker.close()
+    return 0
+
+
+def _worker(settings: Settings, _args: argparse.Namespace) -> int:
+    worker = _build_worker(settings)
+    stop = threading.Event()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, lambda *_: stop.set())
+    worker.start()
+    try:
+        stop.wait()
+    finally:
+        worker.stop()  # running jobs go back to the queue; their containers are removed by the pipeline
+        worker.close()
+    return 0
+
+
+def _run(settings: Settings, args: argparse.Namespace) -> int:
+    from bot.cli.local_run import LocalRunRequest, run_local
+
+    task = args.task if args.task is not None else args.task_file.read_text()
+    request = LocalRunRequest(
+        repo=args.repo,
+        task=task,
+        config=args.config,
+        model=args.model or None,
+        api_base=args.api_base,
+        image=args.image,
+        output=args.output,
+    )
+    return run_local(request, settings)
+
+
+def _jobs(settings: Settings, args: argparse.Namespace) -> int:
+    from bot.cli.jobs_report import print_jobs
+
+    return print_jobs(settings, as_json=args.json, limit=args.limit)
+
+
+def _setup(settings: Settings, args: argparse.Namespace) -> int:
+    from bot.web.setup import SetupFlow, install_url, serve
+
+    flow = SetupFlow(settings, f"http://127.0.0.1:{args.port}/callback", args.env_file, org=args.org)
+    server, done = serve(flow, args.port)
+    print(f"Open http://127.0.0.1:{args.port}/ in a browser on this machine to create the GitHub App.")
+    try:
+        done.wait()
+    finally:
+        server.shutdown()
+    assert flow.result is not None
+    print(f"Saved the App's id, private key and webhook secret to {args.env_file} (mode 0600).")
+    print(f"Install it on your repositories: {install_url(flow.result)}")
+    return 0
+
+
+COMMANDS = {"setup": _setup, "serve": _serve, "worker": _worker, "run": _run, "jobs": _jobs}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the `mini-fix` console script."""
+    from bot.logs import configure_logging
+
+    args = _parser().parse_args(argv)
+    try:
+        settings = Settings()
+        configure_logging(settings.log_level, settings.log_format, settings.secrets)
+        return COMMANDS[args.command](settings, args)
+    except SettingsError as exc:
+        print(f"mini-fix: configuration error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,57 @@
+"""The job ledger on PostgreSQL, for many API replicas and workers on many hosts sharing one database.
+
+Multi-statement writes (submit, cancel, installations) go through the group-commit writer; single-statement
+writes (claim, renew, finish, requeue) run at once on the calling thread's connection, each atomic on its own:
+a claim is one conditional UPDATE … RETURNING, so two workers racing for a job cannot both win it.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import psycopg
+
+from bot.jobs import Job
+from bot.ledger.postgres import installs as ledger_postgres_installs
+from bot.ledger.postgres import ops as ledger_postgres_ops
+from bot.ledger.postgres.writer import PostgresGroupCommitWriter
+from bot.ledger.sql_base import SqlLedger
+
+Conn = psycopg.Connection[Any]
+
+
+class PostgresLedger(SqlLedger[Conn]):
+    """The Ledger on a PostgreSQL database (psycopg 3); the same rules as SqliteLedger."""
+
+    dialect = ledger_postgres_ops.POSTGRES
+    ops = ledger_postgres_ops
+    installs = ledger_postgres_installs
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        super().__init__(PostgresGroupCommitWriter(self._connect))
+        ledger_postgres_ops.create_schema(self._conn(), *ledger_postgres_installs.SCHEMA)
+
+    def _connect(self) -> Conn:
+        return psycopg.connect(self.url, autocommit=True)
+
+    def _usable(self, conn: Conn) -> bool:
+        return not (conn.closed or conn.broken)
+
+    def _update(self, text: str, *params: Any) -> bool:
+        return bool(self._read(text, params).rowcount == 1)
+
+    def remember_label(self, key: str, label: str | None) -> None:
+        """Cache the trigger label of `owner/name`, or of an owner as `owner/*` (None forgets it)."""
+        ledger_postgres_installs.remember_label(self._conn(), key, label)
+
+    def take_label_chore(self) -> tuple[int, str] | None:
+        """The oldest (installation id, owner/name) still needing its trigger label, removed from the list."""
+        return ledger_postgres_installs.take_label_chore(self._conn())
+
+    def claim(self, job_id: str, worker_id: str, lease_seconds: float) -> Job | None:
+        """Take a queued job, or a running one whose lease expired (one attempt more)."""
+        now = time.time()
+        params = (worker_id, now + lease_seconds, now, job_id, now)
+        return ledger_postgres_ops.one_job(self._conn(), ledger_postgres_ops.CLAIM, params)

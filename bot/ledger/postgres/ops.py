@@ -1,0 +1,95 @@
+"""The ledger's SQL on PostgreSQL: the shared rules of bot/ledger_sql.py, with RETURNING and row locks."""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from typing import Any
+
+import psycopg
+
+from bot.jobs import Job, JobRequest, JobStatus
+from bot.ledger import SubmitResult
+from bot.ledger.sql import ACTIVE, COLUMNS, Dialect, Stopped, on_issue, row_to_job, select_jobs, supersede
+
+SCHEMA_LOCK = 0x6D696E6966  # pg_advisory_xact_lock key: processes starting together create the schema once
+SCHEMA = (
+    """CREATE TABLE IF NOT EXISTS jobs (
+    id TEXT PRIMARY KEY, kind TEXT NOT NULL, installation_id BIGINT NOT NULL, repo TEXT NOT NULL,
+    issue INTEGER NOT NULL, requester TEXT NOT NULL, delivery_id TEXT NOT NULL UNIQUE, status TEXT NOT NULL,
+    guidance TEXT NOT NULL DEFAULT '', comment_id BIGINT, attempts INTEGER NOT NULL DEFAULT 0,
+    lease_expires_at DOUBLE PRECISION, worker_id TEXT, pr_url TEXT, run_id TEXT, error TEXT,
+    created_at DOUBLE PRECISION NOT NULL, updated_at DOUBLE PRECISION NOT NULL, extra TEXT NOT NULL DEFAULT '{}',
+    seq BIGSERIAL)""",
+    "CREATE UNIQUE INDEX IF NOT EXISTS jobs_one_active_run ON jobs (repo, issue) "
+    "WHERE status IN ('queued', 'running') AND kind IN ('fix', 'retry')",
+    "CREATE INDEX IF NOT EXISTS jobs_status ON jobs (status, lease_expires_at)",
+    """CREATE TABLE IF NOT EXISTS installations (
+    id BIGINT PRIMARY KEY, account TEXT NOT NULL, suspended INTEGER NOT NULL DEFAULT 0,
+    repositories TEXT NOT NULL DEFAULT '[]', updated_at DOUBLE PRECISION NOT NULL)""",
+)
+RETURNING = ", ".join(f"jobs.{c.strip()}" for c in COLUMNS.split(","))
+INSERT = (
+    f"INSERT INTO jobs ({COLUMNS}) VALUES "
+    "(%s, %s, %s, %s, %s, %s, %s, 'queued', %s, %s, 0, NULL, NULL, NULL, NULL, NULL, %s, %s, %s) "
+    f"ON CONFLICT (delivery_id) DO NOTHING RETURNING {RETURNING}"
+)
+CLAIM = (
+    "UPDATE jobs SET status = 'running', worker_id = %s, lease_expires_at = %s, attempts = attempts + 1, "
+    "updated_at = %s WHERE id = %s AND (status = 'queued' OR (status = 'running' AND lease_expires_at < %s)) "
+    f"RETURNING {RETURNING}"
+)
+Conn = psycopg.Connection[Any]
+
+
+def create_schema(conn: Conn, *more: str) -> None:
+    """Create the tables once, even when several processes start at the same moment."""
+    with conn.transaction():
+        conn.execute("SELECT pg_advisory_xact_lock(%s)", (SCHEMA_LOCK,))
+        for statement in (*SCHEMA, *more):
+            conn.execute(statement)
+
+
+def one_job(conn: Conn, sql: str, params: tuple[Any, ...]) -> Job | None:
+    """Run a statement RETURNING one job row; None when it touched no row."""
+    row = conn.execute(sql, params).fetchone()
+    return None if row is None else row_to_job(row)
+
+
+def stop_active(conn: Conn, where: str, params: tuple[Any, ...], reason: str, queued_to: JobStatus) -> Stopped:
+    """End the active jobs matching `where`: queued ones become `queued_to`, running ones cancelled."""
+    rows = conn.execute(
+        POSTGRES.sql(
+            "UPDATE jobs SET status = CASE prev.status WHEN 'queued' THEN ? ELSE 'cancelled' END, "
+            "error = ?, updated_at = ? "
+            f"FROM (SELECT id, status FROM jobs WHERE {ACTIVE} AND {where} FOR UPDATE) AS prev "
+            f"WHERE jobs.id = prev.id RETURNING prev.status, {RETURNING}"
+        ),
+        (queued_to.value, reason, time.time(), *params),
+    ).fetchall()
+    queued = [row_to_job(r[1:]) for r in rows if r[0] == JobStatus.QUEUED]
+    running = [row_to_job(r[1:]) for r in rows if r[0] == JobStatus.RUNNING]
+    return queued, running
+
+
+POSTGRES = Dialect(param="%s", lock=" FOR UPDATE", tiebreak="seq", stop_active=stop_active)
+
+
+def submit(conn: Conn, req: JobRequest) -> SubmitResult:
+    """Record a job (or find it, for a redelivery), superseding the issue's active run."""
+    existing = select_jobs(POSTGRES, conn, "delivery_id = ?", (req.delivery_id,))
+    if existing:
+        return SubmitResult(existing[0], created=False)
+    req = on_issue(POSTGRES, conn, req)
+    superseded, cancelled = supersede(POSTGRES, conn, req)
+    now = time.time()
+    job = one_job(
+        conn,
+        INSERT,
+        (uuid.uuid4().hex[:16], req.kind.value, req.installation_id, req.repo, req.issue, req.requester,
+         req.delivery_id, req.guidance, req.comment_id, now, now, json.dumps(req.extra)),
+    )  # fmt: skip
+    if job is None:  # the same delivery, committed a moment ago by another API replica
+        return SubmitResult(select_jobs(POSTGRES, conn, "delivery_id = ?", (req.delivery_id,))[0], created=False)
+    return SubmitResult(job, created=True, superseded=superseded, cancelled=cancelled)

@@ -1,0 +1,171 @@
+"""What the SQLite and PostgreSQL ledgers share: per-thread connections, the writer and the SQL of ledger_sql."""
+
+from __future__ import annotations
+
+import builtins
+import json
+import threading
+import time
+from concurrent.futures import Future
+from typing import Any, Generic, Protocol, TypeVar
+
+from bot.jobs import Job, JobRequest, JobStatus
+from bot.ledger import SubmitResult, sql
+from bot.ledger.writer import BatchWriter, Connection
+from bot.webhooks.decision import InstallationChange
+
+
+class Db(Connection, Protocol):
+    """A DB-API connection as the shared reads use it."""
+
+    def execute(self, sql: str, params: Any, /) -> Any: ...
+
+
+C = TypeVar("C", bound=Db)
+
+
+class Ops(Protocol):
+    """A driver's ops module (bot/ledger_sqlite_ops.py, bot/ledger_postgres_ops.py)."""
+
+    def submit(self, conn: Any, req: JobRequest) -> SubmitResult: ...
+
+
+class Installs(Protocol):
+    """A driver's installations module (bot/ledger_*_installs.py)."""
+
+    def record(self, conn: Any, change: InstallationChange) -> None: ...
+    def active(self, conn: Any, installation_id: int) -> bool: ...
+    def count(self, conn: Any, installation_id: int, status: str, *, other_than: tuple[str, int] | None) -> int: ...
+
+
+class SqlLedger(Generic[C]):
+    """The Ledger's rules over one DB-API driver; subclasses connect, claim and run single-row updates."""
+
+    dialect: sql.Dialect
+    ops: Ops
+    installs: Installs
+
+    def __init__(self, writer: BatchWriter[C]) -> None:
+        self._writer = writer
+        self._local = threading.local()
+        self._conns: builtins.list[C] = []
+        self._conns_lock = threading.Lock()
+
+    def _connect(self) -> C:
+        raise NotImplementedError
+
+    def _usable(self, conn: C) -> bool:
+        return True
+
+    def _conn(self) -> C:
+        conn: C | None = getattr(self._local, "conn", None)
+        if conn is None or not self._usable(conn):
+            conn = self._local.conn = self._connect()
+            with self._conns_lock:
+                self._conns.append(conn)
+        return conn
+
+    def _update(self, text: str, *params: Any) -> bool:
+        """Run one UPDATE of a job this worker holds; True when it changed the row."""
+        raise NotImplementedError
+
+    def _read(self, text: str, params: tuple[Any, ...] = ()) -> Any:
+        return self._conn().execute(self.dialect.sql(text), params)
+
+    def submit_nowait(self, req: JobRequest) -> Future[SubmitResult]:
+        """Record a job; the future resolves once the row is committed."""
+        if not req.delivery_id:
+            raise ValueError("a job request needs its delivery id (idempotency key)")
+        return self._writer.submit(lambda conn: self.ops.submit(conn, req))
+
+    def submit(self, req: JobRequest) -> SubmitResult:
+        """Record a job and wait for the commit."""
+        return self.submit_nowait(req).result()
+
+    def cancel(self, repo: str, issue: int, reason: str, *, on_pull_request: bool = False) -> builtins.list[Job]:
+        """Cancel the issue's queued or running job; returns the jobs stopped."""
+        return self._writer.submit(
+            lambda conn: sql.cancel(self.dialect, conn, repo, issue, reason, on_pull_request)
+        ).result()
+
+    def record_installation(self, change: InstallationChange) -> builtins.list[Job]:
+        """Record an installation event (and its label chores); returns the jobs it cancelled."""
+
+        def op(conn: C) -> builtins.list[Job]:
+            self.installs.record(conn, change)
+            return sql.record_installation(self.dialect, conn, change)
+
+        return self._writer.submit(op).result()
+
+    def installation_active(self, installation_id: int) -> bool:
+        """False when the installation was deleted or is suspended."""
+        return self.installs.active(self._conn(), installation_id)
+
+    def trigger_label(self, repo: str) -> str | None:
+        """The trigger label a worker last read from the repository's (or its owner's) config; None = default."""
+        return sql.trigger_label(self.dialect, self._conn(), repo)
+
+    def count_jobs(self, installation_id: int, status: JobStatus, *, other_than: tuple[str, int] | None = None) -> int:
+        """Fix and retry jobs of an installation in `status` (queue-full ones and one issue's left out)."""
+        return self.installs.count(self._conn(), installation_id, status.value, other_than=other_than)
+
+    def installation(self, installation_id: int) -> dict[str, Any] | None:
+        """The recorded installation: account, suspended, repositories; None when unknown or deleted."""
+        text = "SELECT account, suspended, repositories FROM installations WHERE id = ?"
+        row = self._read(text, (installation_id,)).fetchone()
+        if row is None:
+            return None
+        return {"account": row[0], "suspended": bool(row[1]), "repositories": json.loads(row[2])}
+
+    def get(self, job_id: str) -> Job | None:
+        """One job, or None."""
+        found = sql.select_jobs(self.dialect, self._conn(), "id = ?", (job_id,))
+        return found[0] if found else None
+
+    def list(self, limit: int = 50) -> builtins.list[Job]:
+        """The newest jobs first."""
+        where = f"1 = 1 ORDER BY created_at DESC, {self.dialect.tiebreak} DESC LIMIT ?"
+        return sql.select_jobs(self.dialect, self._conn(), where, (limit,))
+
+    def renew(self, job_id: str, worker_id: str, lease_seconds: float) -> bool:
+        """Extend the lease; False when the job is no longer running under this worker."""
+        return self._update(sql.RENEW, time.time() + lease_seconds, job_id, worker_id)
+
+    def finish(
+        self,
+        job_id: str,
+        worker_id: str,
+        status: JobStatus,
+        *,
+        pr_url: str | None = None,
+        run_id: str | None = None,
+        error: str | None = None,
+    ) -> bool:
+        """Record a run's end; a cancelled job stays cancelled. False when another worker holds it."""
+        return self._update(sql.FINISH, status.value, pr_url, run_id, error, time.time(), job_id, worker_id)
+
+    def requeue(self, job_id: str, worker_id: str) -> bool:
+        """Back to queued without spending an attempt (the worker is shutting down)."""
+        return self._update(sql.REQUEUE, time.time(), job_id, worker_id)
+
+    def expired(self, now: float) -> builtins.list[Job]:
+        """Running jobs whose lease ended before `now`."""
+        return sql.select_jobs(self.dialect, self._conn(), "status = 'running' AND lease_expires_at < ?", (now,))
+
+    def queued_ids(self) -> builtins.list[str]:
+        """Ids of every queued job, oldest first."""
+        rows = self._read(f"SELECT id FROM jobs WHERE status = 'queued' ORDER BY created_at, {self.dialect.tiebreak}")
+        return [r[0] for r in rows]
+
+    def is_cancelled(self, job_id: str) -> bool:
+        """True when the job was cancelled or superseded."""
+        job = self.get(job_id)
+        return job is not None and job.status in (JobStatus.CANCELLED, JobStatus.SUPERSEDED)
+
+    def close(self) -> None:
+        """Commit what is queued, stop the writer, close every connection."""
+        self._writer.close()
+        with self._conns_lock:
+            for conn in self._conns:
+                conn.close()
+            self._conns.clear()

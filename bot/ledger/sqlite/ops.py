@@ -1,0 +1,105 @@
+"""The ledger's SQL on SQLite: each write is a function of a connection, run by the group-commit writer in a batch."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+import uuid
+from dataclasses import replace
+from typing import Any
+
+from bot.jobs import Job, JobRequest, JobStatus
+from bot.ledger import SubmitResult
+from bot.ledger.sql import ACTIVE, COLUMNS, Dialect, Stopped, on_issue, select_jobs, supersede, when
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS jobs (
+    id TEXT PRIMARY KEY, kind TEXT NOT NULL, installation_id BIGINT NOT NULL, repo TEXT NOT NULL,
+    issue INTEGER NOT NULL, requester TEXT NOT NULL, delivery_id TEXT NOT NULL UNIQUE, status TEXT NOT NULL,
+    guidance TEXT NOT NULL DEFAULT '', comment_id BIGINT, attempts INTEGER NOT NULL DEFAULT 0,
+    lease_expires_at REAL, worker_id TEXT, pr_url TEXT, run_id TEXT, error TEXT,
+    created_at REAL NOT NULL, updated_at REAL NOT NULL, extra TEXT NOT NULL DEFAULT '{}'
+);
+DROP INDEX IF EXISTS jobs_one_active;
+CREATE UNIQUE INDEX IF NOT EXISTS jobs_one_active_run ON jobs (repo, issue)
+    WHERE status IN ('queued', 'running') AND kind IN ('fix', 'retry');
+CREATE INDEX IF NOT EXISTS jobs_status ON jobs (status, lease_expires_at);
+CREATE TABLE IF NOT EXISTS installations (
+    id BIGINT PRIMARY KEY, account TEXT NOT NULL, suspended INTEGER NOT NULL DEFAULT 0,
+    repositories TEXT NOT NULL DEFAULT '[]', updated_at REAL NOT NULL
+);
+"""
+# No conflict target: a clash on the delivery id, the one-active-run index or the id inserts nothing.
+INSERT = (
+    f"INSERT INTO jobs ({COLUMNS}) VALUES "
+    "(?, ?, ?, ?, ?, ?, ?, 'queued', ?, ?, 0, NULL, NULL, NULL, NULL, NULL, ?, ?, ?) ON CONFLICT DO NOTHING"
+)
+CLAIM = (
+    "UPDATE jobs SET status = 'running', worker_id = ?, lease_expires_at = ?, attempts = attempts + 1, "
+    "updated_at = ? WHERE id = ? AND (status = 'queued' OR (status = 'running' AND lease_expires_at < ?))"
+)
+Conn = sqlite3.Connection
+
+
+def stop_active(conn: Conn, where: str, params: tuple[Any, ...], reason: str, queued_to: JobStatus) -> Stopped:
+    """End the active jobs matching `where`: queued ones become `queued_to`, running ones cancelled."""
+    jobs = select_jobs(SQLITE, conn, f"{ACTIVE} AND {where}", params)
+    if not jobs:
+        return [], []
+    conn.execute(
+        f"UPDATE jobs SET status = CASE status WHEN 'queued' THEN ? ELSE 'cancelled' END, "
+        f"error = ?, updated_at = ? WHERE {ACTIVE} AND {where}",
+        (queued_to.value, reason, time.time(), *params),
+    )
+    queued = [replace(j, status=queued_to) for j in jobs if j.status == JobStatus.QUEUED]
+    running = [replace(j, status=JobStatus.CANCELLED) for j in jobs if j.status == JobStatus.RUNNING]
+    return queued, running
+
+
+SQLITE = Dialect(param="?", lock="", tiebreak="rowid", stop_active=stop_active)
+
+
+def submit(conn: Conn, req: JobRequest) -> SubmitResult:
+    """Record a job: a new delivery on an issue without an active run is one INSERT; the rest take the long way."""
+    if not req.extra.get("on_pull_request") and (job := insert(conn, req)) is not None:
+        return SubmitResult(job, created=True)
+    existing = select_jobs(SQLITE, conn, "delivery_id = ?", (req.delivery_id,))
+    if existing:
+        return SubmitResult(existing[0], created=False)
+    req = on_issue(SQLITE, conn, req)
+    superseded, cancelled = supersede(SQLITE, conn, req)
+    job = insert(conn, req)
+    if job is None:
+        raise sqlite3.IntegrityError(f"job for delivery {req.delivery_id} clashes with another row")
+    return SubmitResult(job, created=True, superseded=superseded, cancelled=cancelled)
+
+
+def insert(conn: Conn, req: JobRequest) -> Job | None:
+    """Insert the request's job; None when a unique index refused it (its delivery, or an active run)."""
+    now = time.time()
+    job_id = uuid.uuid4().hex[:16]
+    inserted = conn.execute(
+        INSERT,
+        (job_id, req.kind.value, req.installation_id, req.repo, req.issue, req.requester, req.delivery_id,
+         req.guidance, req.comment_id, now, now, json.dumps(req.extra)),
+    ).rowcount  # fmt: skip
+    if not inserted:
+        return None
+    return Job(
+        job_id, req.kind, req.installation_id, req.repo, req.issue, req.requester, req.delivery_id,
+        guidance=req.guidance, comment_id=req.comment_id, created_at=when(now), updated_at=when(now),
+        extra=dict(req.extra),
+    )  # fmt: skip
+
+
+def claim(conn: Conn, job_id: str, worker_id: str, lease_seconds: float) -> Job | None:
+    """Take a queued job, or a running one whose lease expired; None when it is not claimable."""
+    now = time.time()
+    claimed = conn.execute(CLAIM, (worker_id, now + lease_seconds, now, job_id, now)).rowcount
+    return select_jobs(SQLITE, conn, "id = ?", (job_id,))[0] if claimed else None
+
+
+def held(sql: str, *params: Any) -> Any:
+    """An op running one UPDATE on a job this worker holds; True when it changed the row."""
+    return lambda conn: conn.execute(sql, params).rowcount == 1

@@ -1,0 +1,221 @@
+"""The pipeline's middle steps: clone on the worker, start the sandbox, run the agent, take the diff."""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Protocol, runtime_checkable
+
+from bot.agent.config import MiniFixAgentConfig
+from bot.agent.loop import Agent, AgentResult, StepEvent
+from bot.agent.model_base import Model
+from bot.github.gateway import GitHubGateway, RepoInfo
+from bot.jobs import Job
+from bot.pipeline import gitops
+from bot.trajectory import TrajectoryWriter
+from sandbox.base import EngineUnavailable, ImageMissing, Sandbox, SandboxConfig, SandboxError
+
+CLONE_DEPTH = 50
+_FIXES = re.compile(r"\b(?:fix(?:e[sd])?|close[sd]?|resolve[sd]?)\s+#(\d+)\b", re.IGNORECASE)
+# Most specific first: the first matching class names the outcome.
+SANDBOX_FAILURES: list[tuple[type[SandboxError], str]] = [
+    (ImageMissing, "image_missing"),
+    (EngineUnavailable, "sandbox_unavailable"),
+    (SandboxError, "sandbox_failed"),
+]
+
+
+class RunFailed(Exception):
+    """A step could not go on; `outcome` is a key of prompts/outcomes.yaml, `detail` is safe to show."""
+
+    def __init__(self, outcome: str, detail: str = "") -> None:
+        super().__init__(f"{outcome}: {detail}" if detail else outcome)
+        self.outcome, self.detail = outcome, detail
+
+
+@contextmanager
+def closed_on_cancel(sandbox: Sandbox, cancel: threading.Event, poll: float = 0.5) -> Iterator[None]:
+    """Remove the container as soon as `cancel` is set, so `/agent stop` ends a long action now, not at its
+    timeout; what fails inside because of it is reported as `cancelled`."""
+    done = threading.Event()
+
+    def watch() -> None:
+        while not done.is_set():
+            if cancel.wait(poll):
+                sandbox.close()
+                return
+
+    watcher = threading.Thread(target=watch, name="cancel-watch", daemon=True)
+    watcher.start()
+    try:
+        yield
+    except RunFailed as exc:
+        if cancel.is_set():
+            raise RunFailed("cancelled") from exc
+        raise
+    finally:
+        done.set()
+        watcher.join()
+
+
+def issue_number(gh: GitHubGateway, job: Job) -> int:
+    """The issue a job is about; a retry asked for on a PR names it in the PR body (`Fixes #N`)."""
+    if not job.extra.get("on_pull_request"):
+        return job.issue
+    match = _FIXES.search(gh.get_pr(job.issue).body)
+    if match is None:
+        raise RunFailed("github_failed", f"pull request #{job.issue} does not say which issue it fixes")
+    return int(match.group(1))
+
+
+def clone(repo: RepoInfo, token: str, dest: Path) -> None:
+    """Clone the default branch into `dest` with the token in a header only."""
+    try:
+        gitops.clone(repo.clone_url, token, dest, branch=repo.default_branch, depth=CLONE_DEPTH)
+    except gitops.GitError as exc:
+        raise RunFailed("clone_failed", str(exc)) from exc
+
+
+class EarlySandbox:
+    """The run's container, started in the background while the worker clones: neither waits for the other."""
+
+    def __init__(self, factory: Callable[[SandboxConfig, str], Sandbox], config: SandboxConfig, run_id: str) -> None:
+        self.config = config
+        self._result: Sandbox | BaseException | None = None
+        self._taken = False
+        self._thread = threading.Thread(
+            target=self._start, args=(factory, config, run_id), name="sandbox-start", daemon=True
+        )
+        self._thread.start()
+
+    def _start(self, factory: Callable[[SandboxConfig, str], Sandbox], config: SandboxConfig, run_id: str) -> None:
+        try:
+            self._result = factory(config, run_id)
+        except Exception as exc:  # handed to the pipeline's thread by take()
+            self._result = exc
+
+    def take(self, checkout: Path) -> Sandbox:
+        """The started sandbox with the checkout copied in; sandbox errors become their outcome."""
+        self._thread.join()
+        self._taken = True
+        if isinstance(self._result, SandboxError):
+            raise RunFailed(sandbox_outcome(self._result), str(self._result)) from self._result
+        if isinstance(self._result, BaseException):
+            raise self._result
+        assert self._result is not None
+        sandbox = self._result
+        try:
+            sandbox.copy_in(checkout)
+        except SandboxError as exc:
+            sandbox.close()
+            raise RunFailed(sandbox_outcome(exc), str(exc)) from exc
+        return sandbox
+
+    def discard(self) -> None:
+        """Remove the container if the run never took it (the clone failed, the run was stopped)."""
+        if not self._taken:
+            self._thread.join()
+            self._taken = True
+            if self._result is not None and not isinstance(self._result, BaseException):
+                self._result.close()
+
+
+def sandbox_outcome(exc: SandboxError) -> str:
+    """The outcome key for a sandbox failure."""
+    return next(key for cls, key in SANDBOX_FAILURES if isinstance(exc, cls))
+
+
+def run_agent(
+    model: Model,
+    sandbox: Sandbox,
+    config: MiniFixAgentConfig,
+    task: str,
+    *,
+    trajectory: TrajectoryWriter,
+    on_step: Callable[[StepEvent], None],
+    cancel: threading.Event,
+) -> AgentResult:
+    """Run the agent; a crash inside it ends the run as `agent_crashed` (its trajectory is already saved)."""
+    agent = Agent(model, sandbox, config, trajectory=trajectory, on_step=on_step, cancel=cancel)
+    try:
+        return agent.run(task, **sandbox.template_vars())
+    except SandboxError as exc:
+        raise RunFailed(sandbox_outcome(exc), str(exc)) from exc
+    except Exception as exc:
+        raise RunFailed("agent_crashed", f"{type(exc).__name__}: {exc}") from exc
+
+
+def take_diff(sandbox: Sandbox) -> str:
+    """The agent's change, as a binary git diff."""
+    try:
+        return sandbox.diff()
+    except SandboxError as exc:
+        raise RunFailed(sandbox_outcome(exc), str(exc)) from exc
+
+
+# How an agent's exit status reads as an outcome; anything else (an exception's name) is a crash.
+EXIT_OUTCOMES = {
+    "LimitsExceeded": "limits",
+    "TimeExceeded": "limits",
+    "TokenLimitExceeded": "limits",
+    "RepeatedFormatError": "format_errors",
+    "ContextWindowExceeded": "context_window",
+    "ModelUnavailable": "model_unavailable",
+    "ModelAuthError": "model_unavailable",
+    "ModelNotFound": "model_unavailable",
+    "ModelBadRequest": "model_unavailable",
+    "Cancelled": "cancelled",
+}
+
+
+def check_submitted(result: AgentResult) -> None:
+    """Raise the run's outcome unless the agent submitted."""
+    if result.exit_status != "Submitted":
+        raise RunFailed(EXIT_OUTCOMES.get(result.exit_status, "agent_crashed"), result.exit_status)
+
+
+SETUP_TIMEOUT = 1800  # seconds for each setup command (installs can be slow)
+TEST_TIMEOUT = 1800
+OUTPUT_TAIL = 3000
+# Whatever setup left untracked (a virtualenv, node_modules, build output) stays out of the agent's diff.
+EXCLUDE_SETUP_OUTPUT = "git ls-files --others --exclude-standard --directory >> .git/info/exclude"
+
+
+@runtime_checkable
+class Offline(Protocol):
+    """A sandbox started with a network for its setup phase, which can cut it before the agent starts."""
+
+    def disconnect_network(self) -> None:
+        """Remove every network from the container; the agent then runs with loopback only."""
+        ...
+
+
+def run_setup(sandbox: Sandbox, commands: list[str], *, networked: bool) -> None:
+    """Run the repository's setup commands in order, then cut the network; a failing command ends the run."""
+    try:
+        for command in commands:
+            result = sandbox.execute(command, timeout=SETUP_TIMEOUT)
+            if result.returncode != 0:
+                tail = result.output[-OUTPUT_TAIL:]
+                raise RunFailed("setup_failed", f"`{command}` exited with {result.returncode}:\n{tail}")
+        if commands:
+            sandbox.execute(EXCLUDE_SETUP_OUTPUT)
+        if networked:
+            if not isinstance(sandbox, Offline):
+                raise RunFailed("sandbox_failed", "this sandbox cannot cut its network after setup")
+            sandbox.disconnect_network()
+    except SandboxError as exc:
+        raise RunFailed(sandbox_outcome(exc), str(exc)) from exc
+
+
+def run_test(sandbox: Sandbox, command: str) -> dict[str, object]:
+    """Run the repository's test command after the agent: command, return code, passed, and the output's tail."""
+    try:
+        result = sandbox.execute(command, timeout=TEST_TIMEOUT)
+    except SandboxError as exc:
+        return {"command": command, "returncode": -1, "passed": False, "output": str(exc)}
+    output = result.output[-OUTPUT_TAIL:] + (f"\n{result.exception_info}" if result.exception_info else "")
+    return {"command": command, "returncode": result.returncode, "passed": result.returncode == 0, "output": output}

@@ -1,0 +1,98 @@
+"""A run's change, published: commit, push the branch, open or update the PR, attach the trajectory."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from bot.agent.loop import AgentResult
+from bot.github.gateway import GitHubGateway, Issue, PullRequest
+from bot.pipeline import gitops
+from bot.pipeline.checks import checks_from_steps, untrusted_summary
+from bot.pipeline.execute import RunFailed
+from bot.pipeline.transcript import render_trajectory, steps_from_messages
+from bot.render import diffstat, fit, render
+
+
+@dataclass(frozen=True)
+class Published:
+    """Where the change went."""
+
+    pr: PullRequest
+    created: bool
+    draft_fallback: bool
+
+
+def branch_name(issue: int) -> str:
+    """The one branch mini-fix uses for an issue (force-pushed on every run)."""
+    return f"mini-fix/issue-{issue}"
+
+
+def push_change(
+    gh: GitHubGateway, checkout: Path, diff: str, *, issue: Issue, run: dict[str, Any], token: str
+) -> None:
+    """Apply the diff to the worker's checkout, commit as the bot user, force-push the issue's branch."""
+    try:
+        gitops.apply_diff(checkout, diff)
+        gitops.commit(checkout, gh.bot_identity(), render("commit_message.md", issue=issue, run=run))
+        gitops.push(checkout, token, branch_name(issue.number))
+    except gitops.GitError as exc:
+        raise RunFailed("push_failed", str(exc)) from exc
+
+
+def open_or_update_pr(gh: GitHubGateway, *, issue: Issue, base: str, body_vars: dict[str, Any]) -> Published:
+    """Update the issue's open PR, or open a draft one; never a second PR for the same branch."""
+    branch = branch_name(issue.number)
+    existing = gh.find_open_pr(branch)
+    if existing is not None:
+        gh.update_pr(
+            existing.number, title=issue.title, body=_body(body_vars, draft_fallback=not existing.draft)
+        )
+        return Published(existing, created=False, draft_fallback=not existing.draft)
+    pr = gh.create_pr(title=issue.title, body=_body(body_vars, draft_fallback=False), head=branch, base=base)
+    if not pr.draft:  # drafts unavailable here: say so in the body
+        gh.update_pr(pr.number, title=issue.title, body=_body(body_vars, draft_fallback=True))
+    return Published(pr, created=True, draft_fallback=not pr.draft)
+
+
+def _body(body_vars: dict[str, Any], *, draft_fallback: bool) -> str:
+    return fit(render("pr_body.md", draft_fallback=draft_fallback, **body_vars))
+
+
+def pr_body_vars(
+    issue: Issue, run: dict[str, Any], result: AgentResult, diff: str, run_link: str | None
+) -> dict[str, Any]:
+    """What the PR body template needs."""
+    stats = {
+        "exit_status": result.exit_status,
+        "steps": result.steps,
+        "prompt_tokens": result.prompt_tokens,
+        "completion_tokens": result.completion_tokens,
+        "elapsed": result.elapsed_seconds,
+    }
+    return {
+        "issue": issue,
+        "run": run,
+        "stats": stats,
+        "diffstat": diffstat(diff),
+        "summary": untrusted_summary(result.submission),
+        "checks": checks_from_steps(steps_from_messages(result.messages)),
+        "links": {"run": run_link},
+    }
+
+
+def attach_trajectory(
+    gh: GitHubGateway,
+    pr: PullRequest,
+    messages: list[dict[str, Any]],
+    *,
+    run: dict[str, Any],
+    exit_status: str,
+    run_link: str | None,
+) -> None:
+    """Post the trajectory as one collapsed comment on the PR."""
+    body = render_trajectory(
+        steps_from_messages(messages), run=run, exit_status=exit_status, run_link=run_link
+    )
+    gh.create_comment(pr.number, body)

@@ -1,0 +1,299 @@
+"""One job, end to end (design.md steps 0-10): permission, status, clone, sandbox, agent, diff, push, PR."""
+
+from __future__ import annotations
+
+import tempfile
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field, replace
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import structlog
+
+from bot.agent.config import MiniFixAgentConfig, ModelConfig
+from bot.agent.loop import AgentResult, StepEvent
+from bot.agent.model_base import Model
+from bot.github.gateway import GitHubError, GitHubGateway, Issue, can_write
+from bot.jobs import SHUTDOWN_REASON, Job, JobKind, JobOutcome, JobStatus, cancel_reason
+from bot.pipeline import execute as steps
+from bot.pipeline import gitops
+from bot.pipeline.control import StopRuns, run_control
+from bot.pipeline.execute import RunFailed
+from bot.pipeline.feedback import review_feedback
+from bot.pipeline.publish import Published, attach_trajectory, open_or_update_pr, pr_body_vars, push_change
+from bot.pipeline.status import StatusComment
+from bot.pipeline.task import build_task, clean
+from bot.render import outcome, render
+from bot.repo_config.apply import (
+    RememberLabel,
+    admit,
+    agent_config_for,
+    guidance,
+    reader,
+    sandbox_config_for,
+    setup_networked,
+)
+from bot.repo_config.schema import RepoConfig
+from bot.settings import Settings
+from bot.trajectory import TrajectoryWriter, redact
+from bot.web import signing
+from sandbox.base import Sandbox, SandboxConfig
+
+log = structlog.get_logger(__name__)
+JOB_STATUS = {
+    "pr_opened": JobStatus.SUCCEEDED,
+    "pr_updated": JobStatus.SUCCEEDED,
+    "cancelled": JobStatus.CANCELLED,
+    "requeued": JobStatus.QUEUED,
+}
+# No separate comment for these: the PR, the stopper or the next attempt says it all.
+QUIET_OUTCOMES = {"pr_opened", "pr_updated", "cancelled", "requeued"}
+
+
+@dataclass
+class PipelineDeps:
+    """Everything a job talks to, passed in so tests can swap in fakes."""
+
+    settings: Settings
+    github: Callable[[int, str], GitHubGateway]  # (installation id, "owner/name") -> gateway
+    sandbox: Callable[[SandboxConfig, str], Sandbox]  # (config, run id) -> a started sandbox
+    model: Callable[[ModelConfig], Model]
+    agent_config: MiniFixAgentConfig
+    clock: Callable[[], float] = time.monotonic
+    workdir: Path | None = None  # parent of the per-run checkout directories (None: the system temp dir)
+    stop_runs: StopRuns | None = None  # Ledger.cancel, for `/agent stop` jobs
+    remember_label: RememberLabel | None = None  # Ledger.remember_label: the webhook path learns renamed labels
+
+
+@dataclass
+class RunState:
+    """What one run has learned so far, for the final report."""
+
+    job: Job
+    gh: GitHubGateway
+    number: int
+    run: dict[str, Any]
+    status: StatusComment
+    result: AgentResult | None = None
+    published: Published | None = None
+    paths: list[str] = field(default_factory=list)
+    config: RepoConfig = field(default_factory=RepoConfig)
+    test: dict[str, object] | None = None
+
+
+def run_job(job: Job, cancel: threading.Event, deps: PipelineDeps) -> JobOutcome:
+    """Run one job; every ending leaves something a maintainer can see on GitHub."""
+    run_id = job.run_id or uuid.uuid4().hex[:12]
+    with structlog.contextvars.bound_contextvars(job_id=job.id, repo=job.repo, issue=job.issue, run_id=run_id):
+        gh = deps.github(job.installation_id, job.repo)
+        try:
+            number = steps.issue_number(gh, job)
+            if job.kind.is_control:
+                return _control(job, gh, number, deps)
+            role = gh.permission(job.requester)
+            if not can_write(role):
+                gh.create_comment(number, render("denied_comment.md", requester=job.requester, role=role))
+                log.info("job_denied", role=role)
+                return JobOutcome(JobStatus.DENIED, run_id=run_id, error=f"requester role is {role}")
+            read = reader(deps.github, job.installation_id, gh, job.repo)
+            admitted = admit(job, gh, number, deps.settings, read, deps.remember_label)
+            if isinstance(admitted, JobOutcome):
+                return replace(admitted, run_id=run_id)
+            deps = replace(deps, agent_config=agent_config_for(deps.agent_config, deps.settings, admitted))
+            return _run(job, cancel, deps, gh, number, run_id, admitted)
+        except (GitHubError, RunFailed) as exc:  # before a status comment exists: nowhere useful to write
+            log.warning("job_failed_early", error=str(exc))
+            return JobOutcome(JobStatus.FAILED, run_id=run_id, error=str(exc))
+
+
+def _control(job: Job, gh: GitHubGateway, number: int, deps: PipelineDeps) -> JobOutcome:
+    if deps.stop_runs is None:
+        raise RunFailed("agent_crashed", "this worker was built without a ledger to stop runs with")
+    return run_control(job, gh, number, deps.stop_runs, deps.settings.label)
+
+
+def _run(
+    job: Job,
+    cancel: threading.Event,
+    deps: PipelineDeps,
+    gh: GitHubGateway,
+    number: int,
+    run_id: str,
+    config: RepoConfig,
+) -> JobOutcome:
+    gh.add_reaction(number, "eyes")
+    if job.comment_id:
+        gh.add_reaction(number, "eyes", comment_id=job.comment_id)
+    model_config = resolve_model_config(deps.agent_config, deps.settings)
+    run = {
+        "run_id": run_id,
+        "model": model_config.model_name,
+        "requester": job.requester,
+        "retry": job.kind == JobKind.RETRY,
+        "exit_status": "",
+    }
+    state = RunState(job, gh, number, run, StatusComment(gh, number, run, deps.clock), config=config)
+    state.status.start()
+    try:
+        _attempt(state, cancel, deps, model_config)
+        key, detail = ("pr_opened" if state.published and state.published.created else "pr_updated"), ""
+    except RunFailed as exc:
+        key, detail = exc.outcome, exc.detail
+    except GitHubError as exc:
+        key, detail = "github_failed", str(exc)
+    if key == "cancelled" and cancel_reason(cancel) == SHUTDOWN_REASON:
+        key = "requeued"  # not the maintainers' doing: the job runs again on another worker
+    elif key == "cancelled":
+        state.run["stop_reason"] = detail = cancel_reason(cancel) or detail
+    return _report(state, key, detail, deps.settings)
+
+
+def _attempt(state: RunState, cancel: threading.Event, deps: PipelineDeps, model_config: ModelConfig) -> None:
+    gh, run_id = state.gh, state.run["run_id"]
+    issue = gh.get_issue(state.number)
+    issue = Issue(issue.number, clean(issue.title), issue.body, issue.author, issue.state)
+    repo = gh.get_repo()
+    early = steps.EarlySandbox(deps.sandbox, sandbox_config_for(deps.agent_config, deps.settings, state.config), run_id)
+    with early_discarded(early), tempfile.TemporaryDirectory(prefix=f"mini-fix-{run_id}-", dir=deps.workdir) as tmp:
+        checkout = Path(tmp) / "repo"
+        token = gh.git_token()
+        steps.clone(repo, token, checkout)
+        _check_cancel(cancel)
+        comments = gh.list_comments(state.number)
+        if state.job.kind == JobKind.RETRY:  # what reviewers said on the PR since the last run
+            comments += review_feedback(gh, state.number, comments, state.status.comment_id)
+        task = build_task(
+            issue,
+            comments,
+            guidance=state.job.guidance,
+            can_write=lambda user: can_write(gh.permission(user)),
+        )
+        if extra := guidance(state.config, checkout):
+            task = f"{task}\n\n{extra}"
+        sandbox = early.take(checkout)
+        diff = _sandboxed(state, cancel, deps, model_config, task, sandbox, secrets=[token])
+        if not diff.strip():
+            raise RunFailed("empty_diff")
+        state.paths = gitops.protected_paths(diff, state.config.protected_paths)
+        if state.paths:
+            raise RunFailed("protected_paths", ", ".join(state.paths))
+        _check_cancel(cancel)
+        push_change(gh, checkout, diff, issue=issue, run=state.run, token=token)
+    link = run_link(deps.settings, run_id)
+    assert state.result is not None
+    body_vars = {**pr_body_vars(issue, state.run, state.result, diff, link), "test": state.test}
+    state.published = open_or_update_pr(gh, issue=issue, base=repo.default_branch, body_vars=body_vars)
+    messages = redact(state.result.messages, [token, *deps.settings.secrets])
+    attach_trajectory(
+        gh, state.published.pr, messages, run=state.run, exit_status=state.result.exit_status, run_link=link
+    )
+
+
+def _sandboxed(
+    state: RunState,
+    cancel: threading.Event,
+    deps: PipelineDeps,
+    model_config: ModelConfig,
+    task: str,
+    sandbox: Sandbox,
+    secrets: list[str],
+) -> str:
+    """Run the agent in the sandbox and take the diff; the container is removed whatever happens."""
+    config = deps.agent_config
+    run_id = state.run["run_id"]
+    writer = TrajectoryWriter(
+        deps.settings.data_dir / "runs" / run_id / "trajectory.json",
+        secrets=[*secrets, *deps.settings.secrets],
+        mini_fix={"repo": state.job.repo, "issue": state.number, "run_id": run_id, "job_id": state.job.id},
+    )
+    try:
+        with steps.closed_on_cancel(sandbox, cancel):
+            steps.run_setup(sandbox, state.config.setup, networked=setup_networked(state.config))
+            state.result = steps.run_agent(
+                deps.model(model_config),
+                sandbox,
+                config,
+                task,
+                trajectory=writer,
+                on_step=partial(_on_step, state.status),
+                cancel=cancel,
+            )
+            state.run["exit_status"] = state.result.exit_status
+            steps.check_submitted(state.result)
+            diff = steps.take_diff(sandbox)
+            if state.config.test:
+                state.test = steps.run_test(sandbox, state.config.test)
+            return diff
+    finally:
+        sandbox.close()
+
+
+@contextmanager
+def early_discarded(early: steps.EarlySandbox) -> Iterator[None]:
+    """Whatever ends the attempt, a container started early and never used is removed."""
+    try:
+        yield
+    finally:
+        early.discard()
+
+
+def _on_step(status: StatusComment, event: StepEvent) -> None:
+    status.progress(
+        step=event.step,
+        limit=event.step_limit,
+        command=event.command,
+        tokens=event.prompt_tokens + event.completion_tokens,
+        elapsed=event.elapsed_seconds,
+    )
+
+
+def _check_cancel(cancel: threading.Event) -> None:
+    if cancel.is_set():
+        raise RunFailed("cancelled")
+
+
+def _report(state: RunState, key: str, detail: str, settings: Settings) -> JobOutcome:
+    """Final status edit, the failure comment when there is no PR, the closing reaction."""
+    status = JOB_STATUS.get(key, JobStatus.FAILED)
+    pr_url = state.published.pr.url if state.published else None
+    log.info("job_finished", outcome=key, detail=detail, pr_url=pr_url)
+    result = state.result
+    stats = (
+        None
+        if result is None
+        else {
+            "steps": result.steps,
+            "elapsed": result.elapsed_seconds,
+            "tokens": result.prompt_tokens + result.completion_tokens,
+        }
+    )
+    done = outcome(key, run=state.run, paths=state.paths)
+    links = {"pr": pr_url, "run": run_link(settings, state.run["run_id"])}
+    comment = (
+        None
+        if key in QUIET_OUTCOMES
+        else render("outcome_comment.md", outcome=done, run=state.run, detail=detail, stats=stats, links=links)
+    )
+    state.status.close(done, links, comment=comment)
+    error = None if status == JobStatus.SUCCEEDED else f"{key}: {detail}" if detail else key
+    return JobOutcome(status, pr_url=pr_url, run_id=state.run["run_id"], error=error)
+
+
+def run_link(settings: Settings, run_id: str) -> str | None:
+    """The run's viewer page on this App, signed so only holders of the link can read it; None without a public URL."""
+    return signing.signed_run_url(settings, run_id)
+
+
+def resolve_model_config(config: MiniFixAgentConfig, settings: Settings) -> ModelConfig:
+    """The config's model section, with the deployment's model and API base where it names none."""
+    return config.model.model_copy(
+        update={
+            "model_name": config.model.model_name or settings.model,
+            "api_base": config.model.api_base or settings.model_api_base,
+        }
+    )

@@ -1,0 +1,94 @@
+"""The FastAPI app, composition only: POST /webhook (and Probot's path), /healthz, /metrics, the /runs viewer."""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import gc
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+from fastapi import FastAPI, Response
+from fastapi.responses import JSONResponse
+
+from bot import metrics
+from bot.ledger import Ledger, open_ledger
+from bot.queue.dispatch import JobQueue, build_queue
+from bot.settings import Settings
+from bot.web.viewer import register_viewer
+from bot.webhooks.receive import WebhookReceiver
+from bot.worker.pool import Worker
+
+WEBHOOK_PATHS = ("/webhook", "/api/github/webhooks")
+
+
+def create_app(
+    settings: Settings,
+    *,
+    ledger: Ledger | None = None,
+    queue: JobQueue | None = None,
+    embedded_worker: Worker | None = None,
+) -> FastAPI:
+    """The App's HTTP side; refuses (SettingsError) to start without a real webhook secret."""
+    settings.require_webhook_secret()
+    if embedded_worker is not None:
+        ledger, queue = ledger or embedded_worker.ledger, queue or embedded_worker.queue
+    owned: list[Ledger | JobQueue] = []
+    if ledger is None:
+        ledger = open_ledger(settings)
+        owned.append(ledger)
+    if queue is None:
+        queue = build_queue(settings)
+        owned.append(queue)
+
+    @asynccontextmanager
+    async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
+        _freeze_startup_heap()
+        if embedded_worker is not None:
+            embedded_worker.start()
+        try:
+            yield
+        finally:
+            # uvicorn re-raises SIGTERM after this returns: running jobs are requeued here or not at all.
+            if embedded_worker is not None:
+                await asyncio.to_thread(embedded_worker.stop)
+            for resource in owned:
+                resource.close()
+
+    app = FastAPI(title="mini-fix", lifespan=lifespan, docs_url=None, redoc_url=None, openapi_url=None)
+    receiver = WebhookReceiver(settings, ledger, queue)
+    for path in WEBHOOK_PATHS:
+        # A plain Starlette route: the handler reads the raw body itself, so FastAPI's parameter machinery
+        # would only add per-request cost on the hot path.
+        app.add_route(path, receiver.handle, methods=["POST"], include_in_schema=False)
+    app.add_api_route("/healthz", _healthz(ledger, embedded_worker), methods=["GET"])
+    app.add_api_route("/metrics", _metrics, methods=["GET"])
+    register_viewer(app, settings, ledger)
+    metrics.watch_queue(queue.depth)
+    return app
+
+
+@functools.cache
+def _freeze_startup_heap() -> None:
+    # What is alive at startup (githubkit's and pydantic's many objects) lives as long as the process: keep it out
+    # of the collector's sweeps, or each full collection stalls the event loop for ~100 ms. Once per process.
+    gc.collect()
+    gc.freeze()
+
+
+def _healthz(ledger: Ledger, worker: Worker | None) -> Any:
+    async def healthz() -> JSONResponse:
+        """200 when the ledger answers."""
+        try:
+            await asyncio.to_thread(ledger.get, "healthz")
+        except Exception as exc:
+            return JSONResponse({"ok": False, "ledger": str(exc)}, status_code=503)
+        return JSONResponse({"ok": True, "worker": worker is not None})
+
+    return healthz
+
+
+async def _metrics() -> Response:
+    content, content_type = metrics.render()
+    return Response(content, media_type=content_type)

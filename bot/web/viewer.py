@@ -1,0 +1,166 @@
+"""The trajectory viewer: GET /runs (operator), GET /runs/{id} and /runs/{id}/trajectory.json (signed links).
+
+Pages are rendered on the server from prompts/viewer/*.html with autoescaping on: everything in a trajectory
+(model output, command output, issue text) is untrusted HTML. No scripts, no external assets.
+"""
+
+from __future__ import annotations
+
+import hmac
+import json
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import jinja2
+from fastapi import FastAPI, HTTPException, Request
+from fastapi.responses import FileResponse, HTMLResponse
+
+from bot.jobs import Job
+from bot.ledger import Ledger
+from bot.pipeline.transcript import steps_from_messages
+from bot.render import PROMPTS_DIR, duration, thousands
+from bot.settings import Settings
+from bot.web.signing import check_signature, run_signature, valid_run_id
+
+MAX_LISTED = 100
+NO_STORE = {"Cache-Control": "no-store", "X-Robots-Tag": "noindex", "Referrer-Policy": "no-referrer"}
+# No scripts, no remote anything: a page that cannot run code even if escaping ever failed.
+CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; base-uri 'none'; form-action 'none'"
+
+
+@cache
+def templates() -> jinja2.Environment:
+    """The viewer's templates, autoescaped."""
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(PROMPTS_DIR / "viewer"),
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,
+    )
+    env.filters.update(duration=duration, thousands=thousands)
+    return env
+
+
+def web_url(settings: Settings) -> str:
+    """GitHub's web root for the API root in settings (github.com, or a GHES host)."""
+    api = settings.github_api_url.rstrip("/")
+    if api == "https://api.github.com":
+        return "https://github.com"
+    return api.removesuffix("/api/v3")
+
+
+class Viewer:
+    """The viewer's routes over one data dir and ledger."""
+
+    def __init__(self, settings: Settings, ledger: Ledger) -> None:
+        self.settings, self.ledger = settings, ledger
+        self.runs_dir = settings.data_dir / "runs"
+
+    def register(self, app: FastAPI) -> None:
+        """Add the three routes to `app`."""
+        app.add_api_route("/runs", self.list_runs, methods=["GET"], response_class=HTMLResponse)
+        app.add_api_route("/runs/{run_id}", self.run_page, methods=["GET"], response_class=HTMLResponse)
+        app.add_api_route("/runs/{run_id}/trajectory.json", self.run_json, methods=["GET"])
+
+    def list_runs(self, request: Request) -> HTMLResponse:
+        """Every recent run, newest first (operator token only)."""
+        if self.settings.operator_token is None:
+            raise HTTPException(404, "the run list is off: set MINIFIX_OPERATOR_TOKEN to turn it on")
+        if not self._is_operator(request):
+            raise HTTPException(401, "operator token required", headers={"WWW-Authenticate": "Bearer"})
+        rows = [self._row(path) for path in self._recent()]
+        return self._page("runs.html", runs=[r for r in rows if r is not None], github=web_url(self.settings))
+
+    def run_page(self, run_id: str, request: Request) -> HTMLResponse:
+        """One run, step by step."""
+        path = self._authorised_file(run_id, request)
+        data = _load(path)
+        if data is None:
+            raise HTTPException(404, "this run's trajectory cannot be read")
+        meta = data.get("mini_fix") or {}
+        job = self._job(meta)
+        messages = data.get("messages") or []
+        variables = {
+            "run_id": run_id,
+            "meta": meta,
+            "info": data.get("info") or {},
+            "job": job,
+            "task": _task(messages),
+            "steps": steps_from_messages(messages),
+            "github": web_url(self.settings),
+            "json_url": f"/runs/{run_id}/trajectory.json?sig={run_signature(self.settings, run_id)}",
+        }
+        return self._page("run.html", **variables)
+
+    def run_json(self, run_id: str, request: Request) -> FileResponse:
+        """The trajectory file itself (mini-swe-agent's format)."""
+        path = self._authorised_file(run_id, request)
+        return FileResponse(path, media_type="application/json", headers=NO_STORE)
+
+    def _authorised_file(self, run_id: str, request: Request) -> Path:
+        if not valid_run_id(run_id):
+            raise HTTPException(404, "no such run")
+        signature = request.query_params.get("sig", "")
+        if not (signature and check_signature(self.settings, run_id, signature)) and not self._is_operator(request):
+            raise HTTPException(403, "this link is not signed for this run; use the link mini-fix posted on GitHub")
+        path = self.runs_dir / run_id / "trajectory.json"
+        if not path.is_file():
+            raise HTTPException(404, "no such run")
+        return path
+
+    def _is_operator(self, request: Request) -> bool:
+        if self.settings.operator_token is None:
+            return False
+        expected = self.settings.operator_token.get_secret_value()
+        header = request.headers.get("authorization", "")
+        given = header[7:] if header.lower().startswith("bearer ") else request.query_params.get("token", "")
+        return bool(expected) and hmac.compare_digest(given.encode(), expected.encode())
+
+    def _recent(self) -> list[Path]:
+        if not self.runs_dir.is_dir():
+            return []
+        found = [p for p in self.runs_dir.glob("*/trajectory.json") if valid_run_id(p.parent.name)]
+        return sorted(found, key=lambda p: p.stat().st_mtime, reverse=True)[:MAX_LISTED]
+
+    def _row(self, path: Path) -> dict[str, Any] | None:
+        data = _load(path)
+        if data is None:
+            return None
+        run_id = path.parent.name
+        meta = data.get("mini_fix") or {}
+        job = self._job(meta)
+        return {
+            "run_id": run_id,
+            "url": f"/runs/{run_id}?sig={run_signature(self.settings, run_id)}",
+            "meta": meta,
+            "exit_status": (data.get("info") or {}).get("exit_status") or "",
+            "status": job.status.value if job else ("finished" if meta.get("finished_at") else "in progress"),
+            "pr_url": job.pr_url if job else None,
+        }
+
+    def _job(self, meta: dict[str, Any]) -> Job | None:
+        job_id = meta.get("job_id")
+        return self.ledger.get(str(job_id)) if job_id else None
+
+    def _page(self, template: str, **variables: Any) -> HTMLResponse:
+        html = templates().get_template(template).render(**variables)
+        return HTMLResponse(html, headers={**NO_STORE, "Content-Security-Policy": CSP})
+
+
+def _load(path: Path) -> dict[str, Any] | None:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def _task(messages: list[Any]) -> str:
+    """The first user message: the task as the agent saw it."""
+    first = next((m for m in messages if isinstance(m, dict) and m.get("role") == "user"), None)
+    return str(first.get("content") or "") if first else ""
+
+
+def register_viewer(app: FastAPI, settings: Settings, ledger: Ledger) -> None:
+    """Serve the viewer's routes on `app`."""
+    Viewer(settings, ledger).register(app)

@@ -1,0 +1,233 @@
+"""The worker: claims jobs, keeps their lease alive, runs the pipeline, reconciles ledger and queue."""
+
+from __future__ import annotations
+
+import os
+import socket
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from functools import partial
+
+import structlog
+
+from bot import metrics
+from bot.jobs import SHUTDOWN_REASON, CancelSignal, Job, JobKind, JobOutcome, JobStatus
+from bot.ledger import Ledger, open_ledger
+from bot.queue.dispatch import JobQueue, build_queue
+from bot.settings import Settings
+
+Runner = Callable[[Job, threading.Event], JobOutcome]
+GaveUp = Callable[[Job], None]
+RECONCILE_EVERY = 15.0
+POLL_SECONDS = 0.5
+KEEP_ON_STOP = (JobStatus.SUCCEEDED, JobStatus.DENIED)  # outcomes worth recording even while shutting down
+
+log = structlog.get_logger(__name__)
+
+
+class Worker:
+    """Runs up to settings.workers jobs at once; `stop()` (SIGTERM) puts running jobs back in the queue."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        ledger: Ledger,
+        queue: JobQueue,
+        runner: Runner,
+        *,
+        on_gave_up: GaveUp | None = None,
+        worker_id: str | None = None,
+    ) -> None:
+        self.settings, self.ledger, self.queue = settings, ledger, queue
+        self._runner = runner
+        self._on_gave_up = on_gave_up
+        self.housekeeping: Callable[[], None] | None = None  # e.g. sweeping expired sandbox containers
+        self.chores: list[Callable[[threading.Event], None]] = []  # background loops, e.g. creating labels
+        self._deferred: dict[int, set[str]] = {}  # installation -> jobs waiting for its running cap
+        self.worker_id = worker_id or f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
+        self._stopping = threading.Event()
+        self._running: dict[str, CancelSignal] = {}
+        self._lock = threading.Lock()
+        self._threads: list[threading.Thread] = []
+        queue.bind(self.run_job)
+
+    def start(self) -> None:
+        """Start the job slots and the reconciler."""
+        self._stopping.clear()
+        targets: list[Callable[[], None]] = [self._slot] * max(1, self.settings.workers) + [self._reconcile_loop]
+        targets += [partial(chore, self._stopping) for chore in self.chores]
+        self._threads = [
+            threading.Thread(target=target, name=f"worker-{n}", daemon=True) for n, target in enumerate(targets)
+        ]
+        for thread in self._threads:
+            thread.start()
+        log.info("worker started", worker_id=self.worker_id, slots=self.settings.workers)
+
+    def stop(self, timeout: float = 30.0) -> None:
+        """Stop taking jobs; cancel running ones and put them back in the queue (they are not failures)."""
+        self._stopping.set()
+        with self._lock:
+            for cancel in self._running.values():
+                cancel.cancel(SHUTDOWN_REASON)
+        deadline = time.monotonic() + timeout
+        for thread in self._threads:
+            thread.join(max(0.0, deadline - time.monotonic()))
+        with self._lock:
+            stuck = list(self._running)
+        for job_id in stuck:  # runners that did not return in time: their leases would expire anyway
+            self._requeue(job_id)
+        self._threads = []
+        log.info("worker stopped", worker_id=self.worker_id, requeued_stuck=len(stuck))
+
+    def close(self) -> None:
+        """Stop, then close the ledger and the queue this worker uses."""
+        self.stop()
+        self.queue.close()
+        self.ledger.close()
+
+    def _slot(self) -> None:
+        while not self._stopping.is_set():
+            try:
+                self.queue.run_next(POLL_SECONDS)
+            except Exception:
+                log.exception("queue read failed")
+                self._stopping.wait(POLL_SECONDS)
+
+    def _reconcile_loop(self) -> None:
+        while not self._stopping.is_set():
+            try:
+                self.reconcile()
+                if self.housekeeping is not None:
+                    self.housekeeping()
+            except Exception:
+                log.exception("reconcile failed")
+            self._stopping.wait(RECONCILE_EVERY)
+
+    def run_job(self, job_id: str) -> JobStatus | None:
+        """Claim and run one job; the final status recorded, or None when the job was not claimable here."""
+        if self._stopping.is_set():
+            self.queue.enqueue(job_id)  # leave it for the next worker
+            return None
+        if self._at_running_cap(job_id):
+            return None
+        job = self.ledger.claim(job_id, self.worker_id, self.settings.lease_seconds)
+        if job is None:
+            log.info("job not claimable (done, stopped or held by another worker)", job_id=job_id)
+            return None
+        cancel = CancelSignal()
+        with self._lock:
+            self._running[job.id] = cancel
+        fields = {"job_id": job.id, "installation": job.installation_id, "repo": job.repo, "issue": job.issue}
+        with structlog.contextvars.bound_contextvars(**fields):
+            log.info("job started", kind=job.kind, attempt=job.attempts)
+            outcome = self._run_with_lease(job, cancel)
+            return self._settle(job, outcome)
+
+    def _run_with_lease(self, job: Job, cancel: CancelSignal) -> JobOutcome:
+        done = threading.Event()
+        keeper = threading.Thread(target=self._keep_lease, args=(job.id, cancel, done), daemon=True)
+        keeper.start()
+        try:
+            with metrics.job_run(job.kind.value):
+                return self._runner(job, cancel)
+        except Exception as exc:  # the edge: a pipeline bug ends this job, never the worker
+            log.exception("job runner raised")
+            return JobOutcome(JobStatus.FAILED, error=f"{type(exc).__name__}: {exc}")
+        finally:
+            done.set()
+            keeper.join()
+
+    def _keep_lease(self, job_id: str, cancel: CancelSignal, done: threading.Event) -> None:
+        interval = min(self.settings.lease_seconds / 4, 5.0)
+        while not done.wait(interval):
+            try:
+                held = self.ledger.renew(job_id, self.worker_id, self.settings.lease_seconds)
+            except Exception:
+                log.exception("lease renewal failed; retrying")
+                continue
+            if not held:
+                stopped = self.ledger.get(job_id)
+                reason = (stopped.error if stopped else None) or "the job was stopped"
+                log.info("job was stopped; cancelling its run", reason=reason)
+                cancel.cancel(reason)
+                return
+
+    def _at_running_cap(self, job_id: str) -> bool:
+        """True (and the job set aside) when its installation already runs its cap of jobs."""
+        cap = self.settings.max_running_per_installation
+        job = self.ledger.get(job_id) if cap > 0 else None
+        if job is None or job.status != JobStatus.QUEUED or job.kind not in (JobKind.FIX, JobKind.RETRY):
+            return False
+        if self.ledger.count_jobs(job.installation_id, JobStatus.RUNNING) < cap:
+            return False
+        with self._lock:  # dispatched again when one of the installation's jobs ends (or by the reconciler)
+            self._deferred.setdefault(job.installation_id, set()).add(job_id)
+        log.info("job waits for its installation's running cap", job_id=job_id, cap=cap)
+        return True
+
+    def _release_deferred(self, installation_id: int) -> None:
+        with self._lock:
+            waiting = self._deferred.pop(installation_id, set())
+        for job_id in sorted(waiting):
+            self.queue.enqueue(job_id)
+
+    def _settle(self, job: Job, outcome: JobOutcome) -> JobStatus | None:
+        with self._lock:
+            self._running.pop(job.id, None)
+        self._release_deferred(job.installation_id)
+        if self._stopping.is_set() and outcome.status not in KEEP_ON_STOP:
+            self._requeue(job.id)
+            return JobStatus.QUEUED
+        self.ledger.finish(
+            job.id,
+            self.worker_id,
+            outcome.status,
+            pr_url=outcome.pr_url,
+            run_id=outcome.run_id,
+            error=outcome.error,
+        )
+        final = self.ledger.get(job.id)
+        status = final.status if final else outcome.status
+        metrics.JOBS_FINISHED.labels(status=status.value).inc()
+        log.info("job finished", status=status, pr_url=outcome.pr_url, error=outcome.error)
+        return status
+
+    def _requeue(self, job_id: str) -> None:
+        if self.ledger.requeue(job_id, self.worker_id):
+            self.queue.enqueue(job_id)
+            log.info("job put back in the queue", job_id=job_id)
+
+    def reconcile(self) -> None:
+        """Dispatch queued rows the queue lacks; retry expired leases, or fail them after max attempts."""
+        pending = self.queue.pending_ids()
+        for job in self.ledger.expired(time.time()):
+            if job.attempts < self.settings.max_attempts:
+                if job.id not in pending:
+                    log.warning("lease expired; dispatching again", job_id=job.id, attempts=job.attempts)
+                    self.queue.enqueue(job.id)
+            else:
+                self._give_up(job)
+        for job_id in self.ledger.queued_ids():
+            if job_id not in pending:
+                self.queue.enqueue(job_id)
+
+    def _give_up(self, job: Job) -> None:
+        error = f"the worker stopped responding {job.attempts} times; gave up"
+        if job.worker_id is None or not self.ledger.finish(
+            job.id, job.worker_id, JobStatus.FAILED, error=error
+        ):
+            return
+        log.error("job failed after max attempts", job_id=job.id, attempts=job.attempts)
+        metrics.JOBS_FINISHED.labels(status=JobStatus.FAILED.value).inc()
+        if self._on_gave_up is not None:
+            self._on_gave_up(self.ledger.get(job.id) or job)
+
+
+def build_worker(
+    settings: Settings, runner: Runner, *, on_gave_up: GaveUp | None = None, ledger: Ledger | None = None
+) -> Worker:
+    """A worker on the ledger and queue named by settings (call start(); stop() on SIGTERM)."""
+    ledger = ledger or open_ledger(settings)
+    return Worker(settings, ledger, build_queue(settings), runner, on_gave_up=on_gave_up)
