@@ -1,4 +1,5 @@
-"""The job: what the webhook path records and the worker runs. Shared by the ledger, the queue and the pipeline."""
+"""The types every stage shares: the job the webhook path records and the worker runs, the cancel and installation
+requests, the outcome of a run. Imports nothing of the App."""
 
 from __future__ import annotations
 
@@ -112,3 +113,30 @@ class JobOutcome:
     pr_url: str | None = None
     run_id: str | None = None
     error: str | None = None
+
+
+@dataclass(frozen=True)
+class CancelRequest:
+    """Stop the queued or running job of one issue (or of the PR mini-fix opened for it)."""
+
+    installation_id: int
+    repo: str
+    issue: int
+    by: str
+    reason: str
+    on_pull_request: bool = False
+
+
+@dataclass(frozen=True)
+class InstallationChange:
+    """An installation event to record; deleted or suspended installations lose their jobs."""
+
+    installation_id: int
+    action: str
+    account: str
+    repositories_added: tuple[str, ...] = ()
+    repositories_removed: tuple[str, ...] = ()
+
+    @property
+    def stops_jobs(self) -> bool:
+        return self.action in ("deleted", "suspend")

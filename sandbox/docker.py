@@ -6,6 +6,8 @@ import posixpath
 import tarfile
 import tempfile
 import threading
+import time
+from collections.abc import Callable
 from pathlib import Path
 from types import TracebackType
 from typing import IO, Any
@@ -13,7 +15,6 @@ from typing import IO, Any
 import docker
 import structlog
 
-from bot import metrics
 from sandbox.base import ExecResult, SandboxConfig, SandboxError
 from sandbox.channel import RunnerChannel, RunnerUnavailable
 from sandbox.engine import (
@@ -34,13 +35,22 @@ DIFF_TIMEOUT = 300
 REPLY_GRACE = 15.0  # the runner enforces the timeout; this only bounds waiting on a runner that hangs
 
 log = structlog.get_logger(__name__)
+ExecObserver = Callable[[float], None]
+"""Told the seconds each action took (the App passes its metrics histogram in; the sandbox knows no App)."""
 
 
 class DockerSandbox:
     """A Sandbox backed by one Docker container; see `sandbox.base.Sandbox` for the contract."""
 
-    def __init__(self, client: docker.DockerClient, container_id: str, config: SandboxConfig) -> None:
+    def __init__(
+        self,
+        client: docker.DockerClient,
+        container_id: str,
+        config: SandboxConfig,
+        on_exec: ExecObserver | None = None,
+    ) -> None:
         self.client = client
+        self._on_exec = on_exec
         self.container_id = container_id
         self.config = config
         self._runner: RunnerChannel | None = None
@@ -62,6 +72,7 @@ class DockerSandbox:
         *,
         client: docker.DockerClient | None = None,
         labels: dict[str, str] | None = None,
+        on_exec: ExecObserver | None = None,
     ) -> DockerSandbox:
         """Create and start the run's container and its runner; raises EngineUnavailable / ImageMissing."""
         owns_client = client is None
@@ -72,7 +83,7 @@ class DockerSandbox:
             if owns_client:
                 client.close()
             raise
-        sandbox = cls(client, container_id, config)
+        sandbox = cls(client, container_id, config, on_exec)
         sandbox._owns_client = owns_client
         try:
             sandbox._boot()
@@ -96,8 +107,12 @@ class DockerSandbox:
     def execute(self, command: str, *, timeout: float | None = None, cwd: str | None = None) -> ExecResult:
         """Run `command` in a fresh `bash -c`; a timeout kills it inside the sandbox and is reported."""
         seconds = timeout or self.config.timeout
-        with metrics.SANDBOX_EXEC_SECONDS.time():
+        started = time.monotonic()
+        try:
             reply = self._run(command, seconds, cwd or self.config.cwd, OUTPUT_LIMIT)
+        finally:
+            if self._on_exec is not None:
+                self._on_exec(time.monotonic() - started)
         output = reply["output"].encode("utf-8", "surrogateescape").decode("utf-8", "replace")
         extra = {"truncated": True} if reply["truncated"] else {}
         if reply["timed_out"]:

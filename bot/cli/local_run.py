@@ -11,6 +11,7 @@ from typing import Any
 
 import yaml
 
+from bot import metrics
 from bot.agent.config import DEFAULT_CONFIG_PATH, MiniFixAgentConfig, ModelConfig, load_config
 from bot.agent.loop import Agent, AgentResult, StepEvent
 from bot.pipeline.run import resolve_model_config
@@ -137,7 +138,9 @@ def _run_in_sandbox(
         secrets=settings.secrets,
         mini_fix={"run_id": run_id, "repo": str(request.repo.resolve())},
     )
-    sandbox = DockerSandbox.start(sandbox_config(config, request, settings), run_id)
+    sandbox = DockerSandbox.start(
+        sandbox_config(config, request, settings), run_id, on_exec=metrics.SANDBOX_EXEC_SECONDS.observe
+    )
     try:
         sandbox.copy_in(request.repo)
         agent = Agent(

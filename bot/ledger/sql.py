@@ -9,8 +9,7 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
 
-from bot.jobs import Job, JobKind, JobRequest, JobStatus
-from bot.webhooks.decision import InstallationChange
+from bot.jobs import InstallationChange, Job, JobKind, JobRequest, JobStatus
 
 COLUMNS = (
     "id, kind, installation_id, repo, issue, requester, delivery_id, status, guidance, comment_id, attempts, "

@@ -9,10 +9,10 @@ import time
 from concurrent.futures import Future
 from typing import Any, Generic, Protocol, TypeVar
 
-from bot.jobs import Job, JobRequest, JobStatus
-from bot.ledger import SubmitResult, sql
+from bot.jobs import InstallationChange, Job, JobRequest, JobStatus
+from bot.ledger import sql
+from bot.ledger.contract import SubmitResult
 from bot.ledger.writer import BatchWriter, Connection
-from bot.webhooks.decision import InstallationChange
 
 
 class Db(Connection, Protocol):

@@ -24,6 +24,11 @@ class GitError(Exception):
     """A git command failed; the message never holds the token or the command line."""
 
 
+def branch_name(issue: int) -> str:
+    """The one branch mini-fix uses for an issue (force-pushed on every run)."""
+    return f"mini-fix/issue-{issue}"
+
+
 def _auth_config(token: str) -> list[str]:
     # A global -c is not persisted, unlike `git clone -c`, which writes into .git/config.
     basic = base64.b64encode(f"x-access-token:{token}".encode()).decode()

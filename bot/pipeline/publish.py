@@ -24,11 +24,6 @@ class Published:
     draft_fallback: bool
 
 
-def branch_name(issue: int) -> str:
-    """The one branch mini-fix uses for an issue (force-pushed on every run)."""
-    return f"mini-fix/issue-{issue}"
-
-
 def push_change(
     gh: GitHubGateway, checkout: Path, diff: str, *, issue: Issue, run: dict[str, Any], token: str
 ) -> None:
@@ -36,14 +31,14 @@ def push_change(
     try:
         gitops.apply_diff(checkout, diff)
         gitops.commit(checkout, gh.bot_identity(), render("commit_message.md", issue=issue, run=run))
-        gitops.push(checkout, token, branch_name(issue.number))
+        gitops.push(checkout, token, gitops.branch_name(issue.number))
     except gitops.GitError as exc:
         raise RunFailed("push_failed", str(exc)) from exc
 
 
 def open_or_update_pr(gh: GitHubGateway, *, issue: Issue, base: str, body_vars: dict[str, Any]) -> Published:
     """Update the issue's open PR, or open a draft one; never a second PR for the same branch."""
-    branch = branch_name(issue.number)
+    branch = gitops.branch_name(issue.number)
     existing = gh.find_open_pr(branch)
     if existing is not None:
         gh.update_pr(

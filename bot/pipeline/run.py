@@ -15,6 +15,7 @@ from typing import Any
 
 import structlog
 
+from bot import signing
 from bot.agent.config import MiniFixAgentConfig, ModelConfig
 from bot.agent.loop import AgentResult, StepEvent
 from bot.agent.model_base import Model
@@ -22,14 +23,7 @@ from bot.github.gateway import GitHubError, GitHubGateway, Issue, can_write
 from bot.jobs import SHUTDOWN_REASON, Job, JobKind, JobOutcome, JobStatus, cancel_reason
 from bot.pipeline import execute as steps
 from bot.pipeline import gitops
-from bot.pipeline.control import StopRuns, run_control
-from bot.pipeline.execute import RunFailed
-from bot.pipeline.feedback import review_feedback
-from bot.pipeline.publish import Published, attach_trajectory, open_or_update_pr, pr_body_vars, push_change
-from bot.pipeline.status import StatusComment
-from bot.pipeline.task import build_task, clean
-from bot.render import outcome, render
-from bot.repo_config.apply import (
+from bot.pipeline.admit import (
     RememberLabel,
     admit,
     agent_config_for,
@@ -38,10 +32,16 @@ from bot.repo_config.apply import (
     sandbox_config_for,
     setup_networked,
 )
+from bot.pipeline.control import StopRuns, run_control
+from bot.pipeline.execute import RunFailed
+from bot.pipeline.feedback import review_feedback
+from bot.pipeline.publish import Published, attach_trajectory, open_or_update_pr, pr_body_vars, push_change
+from bot.pipeline.status import StatusComment
+from bot.pipeline.task import build_task, clean
+from bot.render import outcome, render
 from bot.repo_config.schema import RepoConfig
 from bot.settings import Settings
 from bot.trajectory import TrajectoryWriter, redact
-from bot.web import signing
 from sandbox.base import Sandbox, SandboxConfig
 
 log = structlog.get_logger(__name__)

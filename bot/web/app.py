@@ -13,7 +13,8 @@ from fastapi import FastAPI, Response
 from fastapi.responses import JSONResponse
 
 from bot import metrics
-from bot.ledger import Ledger, open_ledger
+from bot.ledger import open_ledger
+from bot.ledger.contract import Ledger
 from bot.queue.dispatch import JobQueue, build_queue
 from bot.settings import Settings
 from bot.web.viewer import register_viewer

@@ -17,11 +17,11 @@ from fastapi import FastAPI, HTTPException, Request
 from fastapi.responses import FileResponse, HTMLResponse
 
 from bot.jobs import Job
-from bot.ledger import Ledger
+from bot.ledger.contract import Ledger
 from bot.pipeline.transcript import steps_from_messages
 from bot.render import PROMPTS_DIR, duration, thousands
 from bot.settings import Settings
-from bot.web.signing import check_signature, run_signature, valid_run_id
+from bot.signing import check_signature, run_signature, valid_run_id
 
 MAX_LISTED = 100
 NO_STORE = {"Cache-Control": "no-store", "X-Robots-Tag": "noindex", "Referrer-Policy": "no-referrer"}

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from bot.jobs import CancelRequest, InstallationChange
 from bot.settings import Settings
 from bot.webhooks import comments, installations, issues
-from bot.webhooks.decision import CancelRequest, Decision, InstallationChange, Payload, dig_str, ignore
+from bot.webhooks.decision import Decision, Payload, dig_str, ignore
 from bot.webhooks.policy import refusal
 
 __all__ = ["CancelRequest", "Decision", "InstallationChange", "decide"]

@@ -5,37 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from bot.jobs import JobRequest
+from bot.jobs import CancelRequest, InstallationChange, JobRequest
 
 Action = Literal["enqueue", "cancel", "ignore", "installation", "help"]
 Payload = dict[str, Any]
-
-
-@dataclass(frozen=True)
-class CancelRequest:
-    """Stop the queued or running job of one issue (or of the PR mini-fix opened for it)."""
-
-    installation_id: int
-    repo: str
-    issue: int
-    by: str
-    reason: str
-    on_pull_request: bool = False
-
-
-@dataclass(frozen=True)
-class InstallationChange:
-    """An installation event to record; deleted or suspended installations lose their jobs."""
-
-    installation_id: int
-    action: str
-    account: str
-    repositories_added: tuple[str, ...] = ()
-    repositories_removed: tuple[str, ...] = ()
-
-    @property
-    def stops_jobs(self) -> bool:
-        return self.action in ("deleted", "suspend")
 
 
 @dataclass(frozen=True)

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from bot.jobs import InstallationChange
 from bot.settings import Settings
-from bot.webhooks.decision import Decision, InstallationChange, Payload, dig, dig_int, dig_str, ignore
+from bot.webhooks.decision import Decision, Payload, dig, dig_int, dig_str, ignore
 
 
 def _names(payload: Payload, key: str) -> tuple[str, ...]:

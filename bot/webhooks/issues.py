@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from bot.jobs import JobKind, JobRequest
+from bot.jobs import CancelRequest, JobKind, JobRequest
 from bot.settings import Settings
 from bot.webhooks.decision import (
-    CancelRequest,
     Decision,
     IssueContext,
     Payload,

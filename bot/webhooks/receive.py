@@ -15,7 +15,7 @@ from structlog.typing import FilteringBoundLogger
 
 from bot import metrics
 from bot.jobs import JobRequest
-from bot.ledger import Ledger, SubmitResult
+from bot.ledger.contract import Ledger, SubmitResult
 from bot.queue.dispatch import JobQueue
 from bot.settings import Settings
 from bot.webhooks import ROUTES, Decision, decide

@@ -9,8 +9,8 @@ from collections.abc import Callable
 import structlog
 
 from bot.github.gateway import GitHubError, GitHubGateway
-from bot.ledger import Ledger
-from bot.repo_config.apply import effective_label, reader, remember
+from bot.ledger.contract import Ledger
+from bot.pipeline.admit import effective_label, reader, remember
 from bot.repo_config.load import ConfigError, load_repo_config
 from bot.settings import Settings
 

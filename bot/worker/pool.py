@@ -14,7 +14,8 @@ import structlog
 
 from bot import metrics
 from bot.jobs import SHUTDOWN_REASON, CancelSignal, Job, JobKind, JobOutcome, JobStatus
-from bot.ledger import Ledger, open_ledger
+from bot.ledger import open_ledger
+from bot.ledger.contract import Ledger
 from bot.queue.dispatch import JobQueue, build_queue
 from bot.settings import Settings
 

@@ -10,12 +10,13 @@ from collections.abc import Callable
 
 import structlog
 
+from bot import metrics
 from bot.agent.config import ModelConfig
 from bot.agent.model_base import Model
 from bot.jobs import Job, JobOutcome
+from bot.pipeline.admit import RememberLabel
 from bot.pipeline.control import StopRuns
 from bot.pipeline.run import PipelineDeps, run_job
-from bot.repo_config.apply import RememberLabel
 from bot.settings import Settings
 from sandbox.base import Sandbox, SandboxConfig
 
@@ -37,7 +38,9 @@ def build_runner(
             from sandbox.docker import DockerSandbox
             from sandbox.engine import JOB_ID_LABEL
 
-            return DockerSandbox.start(config, run_id, labels={JOB_ID_LABEL: job.id})
+            return DockerSandbox.start(
+                config, run_id, labels={JOB_ID_LABEL: job.id}, on_exec=metrics.SANDBOX_EXEC_SECONDS.observe
+            )
 
         return start
 

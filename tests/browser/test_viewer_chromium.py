@@ -17,8 +17,8 @@ from pydantic import SecretStr
 from bot.ledger.sqlite.ledger import SqliteLedger
 from bot.queue.dispatch import JobQueue
 from bot.settings import Settings
+from bot.signing import signed_run_url
 from bot.web.app import create_app
-from bot.web.signing import signed_run_url
 from tests.support.trajectories import write_run
 
 pytestmark = pytest.mark.browser

@@ -11,11 +11,10 @@ from typing import Any
 
 import pytest
 
-from bot.jobs import JobKind, JobRequest, JobStatus
+from bot.jobs import InstallationChange, JobKind, JobRequest, JobStatus
 from bot.ledger import open_ledger
 from bot.ledger.writer import GroupCommitWriter
 from bot.settings import Settings
-from bot.webhooks.decision import InstallationChange
 from tests.support.threads import run_in_threads
 
 pytestmark = pytest.mark.postgres

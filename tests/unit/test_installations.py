@@ -10,9 +10,9 @@ from fastapi.testclient import TestClient
 from pydantic import SecretStr
 
 from bot.github.app import GitHubApp
+from bot.jobs import InstallationChange
 from bot.ledger.sqlite.ledger import SqliteLedger
 from bot.settings import Settings
-from bot.webhooks.decision import InstallationChange
 from bot.worker.labels import LABEL_COLOR, PACE_SECONDS, LabelKeeper
 from tests.support.fake_github import FakeGitHub, throwaway_key
 from tests.support.fake_github_config import commit_files

@@ -9,7 +9,7 @@ import pytest
 
 from bot.agent.config import load_config
 from bot.github.app import GitHubApp
-from bot.repo_config.apply import agent_config_for, guidance, reader, sandbox_config_for
+from bot.pipeline.admit import agent_config_for, guidance, reader, sandbox_config_for
 from bot.repo_config.load import ConfigError, LoadedConfig, load_repo_config, parse_extends
 from bot.repo_config.schema import RepoConfig
 from bot.settings import Settings

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from bot.agent.config import load_config
-from bot.repo_config.apply import sandbox_config_for
+from bot.pipeline.admit import sandbox_config_for
 from bot.repo_config.schema import RepoConfig
 from bot.settings import Settings
 

@@ -13,8 +13,8 @@ from bot.ledger.sqlite.ledger import SqliteLedger
 from bot.pipeline.run import run_link
 from bot.queue.dispatch import JobQueue
 from bot.settings import Settings
+from bot.signing import run_signature, signed_run_url, valid_run_id
 from bot.web.app import create_app
-from bot.web.signing import run_signature, signed_run_url, valid_run_id
 from tests.support.trajectories import write_run
 
 TOKEN = "operator-token-7c1d"

@@ -7,7 +7,7 @@ from typing import Any
 
 import psycopg
 
-from bot.webhooks.decision import InstallationChange
+from bot.jobs import InstallationChange
 
 SCHEMA = (
     "CREATE TABLE IF NOT EXISTS repo_labels (repo TEXT PRIMARY KEY, label TEXT NOT NULL, "

@@ -10,7 +10,7 @@ from typing import Any
 import psycopg
 
 from bot.jobs import Job, JobRequest, JobStatus
-from bot.ledger import SubmitResult
+from bot.ledger.contract import SubmitResult
 from bot.ledger.sql import ACTIVE, COLUMNS, Dialect, Stopped, on_issue, row_to_job, select_jobs, supersede
 
 SCHEMA_LOCK = 0x6D696E6966  # pg_advisory_xact_lock key: processes starting together create the schema once

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sqlite3
 import time
 
-from bot.webhooks.decision import InstallationChange
+from bot.jobs import InstallationChange
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS repo_labels (repo TEXT PRIMARY KEY, label TEXT NOT NULL, updated_at REAL NOT NULL);

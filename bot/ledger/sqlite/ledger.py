@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from bot.jobs import Job, JobRequest
-from bot.ledger import SubmitResult
+from bot.ledger.contract import SubmitResult
 from bot.ledger.sql_base import SqlLedger
 from bot.ledger.sqlite import installs as ledger_sqlite_installs
 from bot.ledger.sqlite import ops as ledger_sqlite_ops

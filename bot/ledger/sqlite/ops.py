@@ -10,7 +10,7 @@ from dataclasses import replace
 from typing import Any
 
 from bot.jobs import Job, JobRequest, JobStatus
-from bot.ledger import SubmitResult
+from bot.ledger.contract import SubmitResult
 from bot.ledger.sql import ACTIVE, COLUMNS, Dialect, Stopped, on_issue, select_jobs, supersede, when
 
 SCHEMA = """

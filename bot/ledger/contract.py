@@ -1,0 +1,111 @@
+"""The ledger's contract: the Protocol every driver matches and what a submit returns. Imports no driver."""
+
+from __future__ import annotations
+
+import builtins
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from bot.jobs import InstallationChange, Job, JobRequest, JobStatus
+
+
+@dataclass(frozen=True)
+class SubmitResult:
+    """The job a trigger recorded (or found, for a redelivery) and the jobs it displaced."""
+
+    job: Job
+    created: bool
+    superseded: list[Job] = field(default_factory=list)
+    cancelled: list[Job] = field(default_factory=list)
+
+
+class Ledger(Protocol):
+    """Durable job records. Writes are idempotent; at most one queued or running job per (repo, issue)."""
+
+    def submit_nowait(self, req: JobRequest) -> Future[SubmitResult]:
+        """Record a job; the future resolves once the row is committed."""
+        ...
+
+    def submit(self, req: JobRequest) -> SubmitResult:
+        """Record a job and wait for the commit."""
+        ...
+
+    def cancel(self, repo: str, issue: int, reason: str, *, on_pull_request: bool = False) -> list[Job]:
+        """Cancel the issue's queued or running job; returns the jobs stopped."""
+        ...
+
+    def record_installation(self, change: InstallationChange) -> list[Job]:
+        """Record an installation event; returns the jobs it cancelled (deleted or suspended)."""
+        ...
+
+    def installation_active(self, installation_id: int) -> bool:
+        """False when the installation was deleted or is suspended (new triggers for it are ignored)."""
+        ...
+
+    def trigger_label(self, repo: str) -> str | None:
+        """The trigger label a worker last read from the repository's (or its owner's) config; None = default."""
+        ...
+
+    def remember_label(self, key: str, label: str | None) -> None:
+        """Cache the trigger label of `owner/name`, or of an owner as `owner/*` (None forgets it)."""
+        ...
+
+    def take_label_chore(self) -> tuple[int, str] | None:
+        """The oldest (installation id, owner/name) still needing its trigger label, removed from the list."""
+        ...
+
+    def count_jobs(
+        self, installation_id: int, status: JobStatus, *, other_than: tuple[str, int] | None = None
+    ) -> int:
+        """Fix and retry jobs of an installation in `status` (queue-full ones and one issue's left out)."""
+        ...
+
+    def get(self, job_id: str) -> Job | None:
+        """One job, or None."""
+        ...
+
+    def list(self, limit: int = 50) -> builtins.list[Job]:
+        """The newest jobs first."""
+        ...
+
+    def claim(self, job_id: str, worker_id: str, lease_seconds: float) -> Job | None:
+        """Take a queued job, or a running one whose lease expired; None when it is not claimable."""
+        ...
+
+    def renew(self, job_id: str, worker_id: str, lease_seconds: float) -> bool:
+        """Extend the lease; False when the job was stopped and its run must end."""
+        ...
+
+    def finish(
+        self,
+        job_id: str,
+        worker_id: str,
+        status: JobStatus,
+        *,
+        pr_url: str | None = None,
+        run_id: str | None = None,
+        error: str | None = None,
+    ) -> bool:
+        """Record a run's end; a cancelled job stays cancelled; False if not held by worker_id."""
+        ...
+
+    def requeue(self, job_id: str, worker_id: str) -> bool:
+        """Put a running job back in the queue without spending an attempt (worker shutting down)."""
+        ...
+
+    def expired(self, now: float) -> builtins.list[Job]:
+        """Running jobs whose lease ended before `now` (epoch seconds)."""
+        ...
+
+    def queued_ids(self) -> builtins.list[str]:
+        """Ids of every queued job, oldest first."""
+        ...
+
+    def is_cancelled(self, job_id: str) -> bool:
+        """True when the job was cancelled or superseded."""
+        ...
+
+    def close(self) -> None:
+        """Release connections and threads."""
+        ...
