@@ -7,6 +7,7 @@ import threading
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
+from typing import NotRequired, TypedDict
 
 
 class JobKind(StrEnum):
@@ -103,6 +104,41 @@ SHUTDOWN_REASON = "the worker is shutting down"
 def cancel_reason(cancel: threading.Event) -> str:
     """Why a run's cancel flag was set, when it says."""
     return cancel.reason if isinstance(cancel, CancelSignal) else ""
+
+
+class Outcome(StrEnum):
+    """How a run ends; each member has its texts and reaction in prompts/outcomes.yaml (a test keeps them equal)."""
+
+    PR_OPENED = "pr_opened"
+    PR_UPDATED = "pr_updated"
+    EMPTY_DIFF = "empty_diff"
+    PROTECTED_PATHS = "protected_paths"
+    LIMITS = "limits"
+    FORMAT_ERRORS = "format_errors"
+    CONTEXT_WINDOW = "context_window"
+    MODEL_UNAVAILABLE = "model_unavailable"
+    AGENT_CRASHED = "agent_crashed"
+    SANDBOX_UNAVAILABLE = "sandbox_unavailable"
+    IMAGE_MISSING = "image_missing"
+    SANDBOX_FAILED = "sandbox_failed"
+    SETUP_FAILED = "setup_failed"
+    CLONE_FAILED = "clone_failed"
+    PUSH_FAILED = "push_failed"
+    GITHUB_FAILED = "github_failed"
+    CANCELLED = "cancelled"
+    REQUEUED = "requeued"
+    WORKER_LOST = "worker_lost"
+
+
+class RunInfo(TypedDict):
+    """What the comments and the PR say about one run; the pipeline adds what it learns (exit status, stop reason)."""
+
+    run_id: str
+    model: str
+    requester: str
+    retry: bool
+    exit_status: str
+    stop_reason: NotRequired[str]
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,8 @@ from typing import Any
 import jinja2
 import yaml
 
+from bot.jobs import Outcome
+
 PROMPTS_DIR = Path(__file__).resolve().parent.parent / "prompts"
 GITHUB_BODY_LIMIT = 65_536
 _MENTION = re.compile(r"@(?=[A-Za-z0-9])")
@@ -18,10 +20,10 @@ _DIFF_HEADER = re.compile(r"^diff --git a/(.+?) b/(.+)$")
 
 
 @dataclass(frozen=True)
-class Outcome:
+class OutcomeText:
     """How one way a run can end reads on GitHub."""
 
-    key: str
+    key: Outcome
     icon: str
     headline: str
     reaction: str
@@ -87,12 +89,12 @@ def _outcome_table() -> dict[str, dict[str, str]]:
     return table
 
 
-def outcome(key: str, **variables: Any) -> Outcome:
+def outcome(key: Outcome, **variables: Any) -> OutcomeText:
     """The outcome `key` from prompts/outcomes.yaml, its texts rendered with `variables`."""
     row = _outcome_table()[key]
     env = environment()
     texts = {f: env.from_string(row[f]).render(**variables) for f in ("headline", "what", "retry")}
-    return Outcome(key=key, icon=row["icon"], reaction=row["reaction"], **texts)
+    return OutcomeText(key=Outcome(key), icon=row["icon"], reaction=row["reaction"], **texts)
 
 
 def diffstat(diff: str) -> list[dict[str, Any]]:

@@ -1,0 +1,1 @@
+"""The `mini-fix` command line: parses arguments and wires components; the work lives in the stages."""

@@ -14,25 +14,12 @@ import yaml
 from bot import metrics
 from bot.agent.config import DEFAULT_CONFIG_PATH, MiniFixAgentConfig, ModelConfig, load_config
 from bot.agent.loop import Agent, AgentResult, StepEvent
+from bot.pipeline.admit import deployment_sandbox
+from bot.pipeline.exits import SUBMITTED, exit_for
 from bot.pipeline.run import resolve_model_config
 from bot.settings import Settings
 from bot.trajectory import TrajectoryWriter
 from sandbox.base import SandboxConfig, SandboxError
-
-# What to do after each way a run can end without a submission.
-EXIT_HINTS = {
-    "LimitsExceeded": "step or cost limit reached: raise agent.step_limit in a --config file, or narrow the task",
-    "TimeExceeded": "wall-time limit reached: raise agent.wall_time_limit_seconds, or narrow the task",
-    "TokenLimitExceeded": "the token budget was spent: raise agent.token_limit, or narrow the task",
-    "RepeatedFormatError": "the model kept replying without exactly one ```mswea_bash_command block: "
-    "check that --model names an instruction-following model and the prompt suits it",
-    "ContextWindowExceeded": "the history outgrew the context: serve the model with a larger --max-model-len",
-    "ModelUnavailable": "the model server could not be reached: is vLLM running, and is --api-base right?",
-    "ModelAuthError": "the model server refused the credentials: set MINIFIX_MODEL_API_KEY",
-    "ModelNotFound": "the server does not serve that model: --model must be hosted_vllm/<served-model-name>",
-    "ModelBadRequest": "the model server rejected the request: check the model's kwargs in the config",
-    "Cancelled": "the run was interrupted",
-}
 
 
 @dataclass
@@ -67,13 +54,7 @@ def model_config(config: MiniFixAgentConfig, request: LocalRunRequest, settings:
 
 def sandbox_config(config: MiniFixAgentConfig, request: LocalRunRequest, settings: Settings) -> SandboxConfig:
     """The config's environment section over the deployment's image; --image wins over both."""
-    base = SandboxConfig(
-        image=settings.sandbox_image,
-        memory=settings.sandbox_memory,
-        cpus=settings.sandbox_cpus,
-        runtime=settings.sandbox_runtime,
-    )
-    sandbox = config.environment.to_sandbox_config(base)
+    sandbox = config.environment.to_sandbox_config(deployment_sandbox(settings))
     return sandbox.model_copy(update={"image": request.image}) if request.image else sandbox
 
 
@@ -159,10 +140,10 @@ def _summarise(result: AgentResult, diff: str, output: Path) -> int:
         f"{result.exit_status}: {result.steps} steps, {tokens} tokens, {result.elapsed_seconds:.1f}s, "
         f"{files} file(s) changed; trajectory {output / 'trajectory.json'}, patch {output / 'patch.diff'}"
     )
-    if result.exit_status == "Submitted":
+    if result.exit_status == SUBMITTED:
         return 0
     detail = str(result.messages[-1].get("content", "")) if result.messages else ""
-    hint = EXIT_HINTS.get(result.exit_status, "the agent crashed; see the trajectory")
+    hint = exit_for(result.exit_status).hint
     print(f"mini-fix: not submitted ({result.exit_status}): {hint}", file=sys.stderr)
     if detail and detail != result.exit_status:
         print(f"  {detail}", file=sys.stderr)

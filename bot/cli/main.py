@@ -8,12 +8,8 @@ import sys
 import threading
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from bot.settings import Settings, SettingsError
-
-if TYPE_CHECKING:
-    from bot.worker.pool import Worker
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -49,50 +45,15 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _build_worker(settings: Settings) -> Worker:
-    from bot.github.app import GitHubApp
-    from bot.ledger import open_ledger
-    from bot.worker.notices import gave_up_notifier
-    from bot.worker.pool import build_worker
-    from bot.worker.wiring import build_runner
-
-    notify = gave_up_notifier(GitHubApp(settings).for_repo)
-    ledger = open_ledger(settings)  # shared with the runner: `/agent stop` jobs cancel runs through it
-    runner = build_runner(settings, stop_runs=ledger.cancel, remember_label=ledger.remember_label)
-    worker = build_worker(settings, runner, on_gave_up=notify, ledger=ledger)
-    worker.housekeeping = sweep_sandboxes
-    worker.chores.append(warm_up_model_client)
-    if settings.create_labels:
-        from bot.worker.labels import LabelKeeper
-
-        worker.chores.append(LabelKeeper(settings, ledger, GitHubApp(settings).for_repo).run)
-    return worker
-
-
-def warm_up_model_client(_stop: threading.Event) -> None:
-    """Import litellm (seconds of start-up) while the worker waits for its first job, not during it."""
-    from bot.agent.model import import_litellm
-
-    import_litellm()
-
-
-def sweep_sandboxes() -> None:
-    """Remove sandbox containers past their deadline (left by crashed workers on this engine)."""
-    from sandbox.docker import sweep
-
-    if removed := sweep():
-        import structlog
-
-        structlog.get_logger(__name__).info("expired_sandboxes_removed", count=removed)
-
-
 def _serve(settings: Settings, args: argparse.Namespace) -> int:
     import uvicorn
 
     from bot.web.app import create_app
 
     settings.require_webhook_secret()  # fail before the slow worker wiring
-    worker = None if args.no_worker else _build_worker(settings)
+    from bot.worker.wiring import wire_worker
+
+    worker = None if args.no_worker else wire_worker(settings)
     app = create_app(settings, embedded_worker=worker)
     try:
         # The app's lifespan starts the worker and, on SIGTERM, puts its running jobs back in the queue.
@@ -104,7 +65,9 @@ def _serve(settings: Settings, args: argparse.Namespace) -> int:
 
 
 def _worker(settings: Settings, _args: argparse.Namespace) -> int:
-    worker = _build_worker(settings)
+    from bot.worker.wiring import wire_worker
+
+    worker = wire_worker(settings)
     stop = threading.Event()
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: stop.set())

@@ -1,0 +1,1 @@
+"""GitHub: the gateway Protocol one job talks to, and its githubkit implementation."""

@@ -262,15 +262,7 @@ class RepoGateway:
 
     def list_labels(self) -> list[str]:
         """The names of the repository's labels (every page)."""
-        names: list[str] = []
-        page = 1
-        while True:
-            params = {"per_page": 100, "page": page}
-            batch = self._json("listing labels", "GET", "/labels", params=params)
-            names += [str(label["name"]) for label in batch]
-            if len(batch) < 100:
-                return names
-            page += 1
+        return [str(label["name"]) for label in self._pages("listing labels", "/labels")]
 
     def create_label(self, name: str, color: str, description: str) -> None:
         """Create a label; a 422 (`already_exists`: someone made it meanwhile) is not an error."""

@@ -1,0 +1,1 @@
+"""One job's run: admit -> task -> execute (sandbox, agent, diff) -> git -> publish -> status and outcome."""

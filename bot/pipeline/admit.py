@@ -118,15 +118,21 @@ def setup_networked(config: RepoConfig) -> bool:
     return bool(config.setup) and config.setup_network
 
 
-def sandbox_config_for(agent: MiniFixAgentConfig, settings: Settings, config: RepoConfig) -> SandboxConfig:
-    """The run's container: the deployment's image and size, the repository's, network only for a setup phase."""
-    base = SandboxConfig(
+def deployment_sandbox(settings: Settings, config: RepoConfig | None = None) -> SandboxConfig:
+    """The deployment's image, size and runtime; a repository's config may resize it and give its setup a network."""
+    config = config or RepoConfig()
+    return SandboxConfig(
         image=settings.sandbox_image,
         memory=config.limits.memory or settings.sandbox_memory,
         cpus=config.limits.cpus or settings.sandbox_cpus,
         network=setup_networked(config),
         runtime=settings.sandbox_runtime,
     )
+
+
+def sandbox_config_for(agent: MiniFixAgentConfig, settings: Settings, config: RepoConfig) -> SandboxConfig:
+    """The run's container: the deployment's image and size, the repository's, network only for a setup phase."""
+    base = deployment_sandbox(settings, config)
     wall = agent.agent.wall_time_limit_seconds
     if wall > 0:
         base = base.model_copy(update={"wall_time_seconds": max(base.wall_time_seconds, wall + SANDBOX_GRACE_SECONDS)})

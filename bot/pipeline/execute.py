@@ -13,27 +13,37 @@ from bot.agent.config import MiniFixAgentConfig
 from bot.agent.loop import Agent, AgentResult, StepEvent
 from bot.agent.model_base import Model
 from bot.github.gateway import GitHubGateway, RepoInfo
-from bot.jobs import Job
+from bot.jobs import Job, Outcome
 from bot.pipeline import gitops
+from bot.pipeline.exits import SUBMITTED, exit_for
 from bot.trajectory import TrajectoryWriter
 from sandbox.base import EngineUnavailable, ImageMissing, Sandbox, SandboxConfig, SandboxError
 
 CLONE_DEPTH = 50
 _FIXES = re.compile(r"\b(?:fix(?:e[sd])?|close[sd]?|resolve[sd]?)\s+#(\d+)\b", re.IGNORECASE)
 # Most specific first: the first matching class names the outcome.
-SANDBOX_FAILURES: list[tuple[type[SandboxError], str]] = [
-    (ImageMissing, "image_missing"),
-    (EngineUnavailable, "sandbox_unavailable"),
-    (SandboxError, "sandbox_failed"),
+SANDBOX_FAILURES: list[tuple[type[SandboxError], Outcome]] = [
+    (ImageMissing, Outcome.IMAGE_MISSING),
+    (EngineUnavailable, Outcome.SANDBOX_UNAVAILABLE),
+    (SandboxError, Outcome.SANDBOX_FAILED),
 ]
 
 
 class RunFailed(Exception):
-    """A step could not go on; `outcome` is a key of prompts/outcomes.yaml, `detail` is safe to show."""
+    """A step could not go on; `outcome` says how the run ends, `detail` is safe to show."""
 
-    def __init__(self, outcome: str, detail: str = "") -> None:
-        super().__init__(f"{outcome}: {detail}" if detail else outcome)
-        self.outcome, self.detail = outcome, detail
+    def __init__(self, outcome: Outcome, detail: str = "") -> None:
+        super().__init__(f"{outcome}: {detail}" if detail else str(outcome))
+        self.outcome, self.detail = Outcome(outcome), detail
+
+
+@contextmanager
+def sandbox_errors() -> Iterator[None]:
+    """A sandbox error raised inside becomes the run's outcome (RunFailed); anything else passes through."""
+    try:
+        yield
+    except SandboxError as exc:
+        raise RunFailed(sandbox_outcome(exc), str(exc)) from exc
 
 
 @contextmanager
@@ -54,7 +64,7 @@ def closed_on_cancel(sandbox: Sandbox, cancel: threading.Event, poll: float = 0.
         yield
     except RunFailed as exc:
         if cancel.is_set():
-            raise RunFailed("cancelled") from exc
+            raise RunFailed(Outcome.CANCELLED) from exc
         raise
     finally:
         done.set()
@@ -67,7 +77,7 @@ def issue_number(gh: GitHubGateway, job: Job) -> int:
         return job.issue
     match = _FIXES.search(gh.get_pr(job.issue).body)
     if match is None:
-        raise RunFailed("github_failed", f"pull request #{job.issue} does not say which issue it fixes")
+        raise RunFailed(Outcome.GITHUB_FAILED, f"pull request #{job.issue} does not say which issue it fixes")
     return int(match.group(1))
 
 
@@ -76,7 +86,7 @@ def clone(repo: RepoInfo, token: str, dest: Path) -> None:
     try:
         gitops.clone(repo.clone_url, token, dest, branch=repo.default_branch, depth=CLONE_DEPTH)
     except gitops.GitError as exc:
-        raise RunFailed("clone_failed", str(exc)) from exc
+        raise RunFailed(Outcome.CLONE_FAILED, str(exc)) from exc
 
 
 class EarlySandbox:
@@ -101,17 +111,17 @@ class EarlySandbox:
         """The started sandbox with the checkout copied in; sandbox errors become their outcome."""
         self._thread.join()
         self._taken = True
-        if isinstance(self._result, SandboxError):
-            raise RunFailed(sandbox_outcome(self._result), str(self._result)) from self._result
         if isinstance(self._result, BaseException):
-            raise self._result
+            with sandbox_errors():
+                raise self._result
         assert self._result is not None
         sandbox = self._result
         try:
-            sandbox.copy_in(checkout)
-        except SandboxError as exc:
+            with sandbox_errors():
+                sandbox.copy_in(checkout)
+        except RunFailed:
             sandbox.close()
-            raise RunFailed(sandbox_outcome(exc), str(exc)) from exc
+            raise
         return sandbox
 
     def discard(self) -> None:
@@ -123,8 +133,8 @@ class EarlySandbox:
                 self._result.close()
 
 
-def sandbox_outcome(exc: SandboxError) -> str:
-    """The outcome key for a sandbox failure."""
+def sandbox_outcome(exc: SandboxError) -> Outcome:
+    """The outcome of a sandbox failure."""
     return next(key for cls, key in SANDBOX_FAILURES if isinstance(exc, cls))
 
 
@@ -141,40 +151,24 @@ def run_agent(
     """Run the agent; a crash inside it ends the run as `agent_crashed` (its trajectory is already saved)."""
     agent = Agent(model, sandbox, config, trajectory=trajectory, on_step=on_step, cancel=cancel)
     try:
-        return agent.run(task, **sandbox.template_vars())
-    except SandboxError as exc:
-        raise RunFailed(sandbox_outcome(exc), str(exc)) from exc
+        with sandbox_errors():
+            return agent.run(task, **sandbox.template_vars())
+    except RunFailed:
+        raise
     except Exception as exc:
-        raise RunFailed("agent_crashed", f"{type(exc).__name__}: {exc}") from exc
+        raise RunFailed(Outcome.AGENT_CRASHED, f"{type(exc).__name__}: {exc}") from exc
 
 
 def take_diff(sandbox: Sandbox) -> str:
     """The agent's change, as a binary git diff."""
-    try:
+    with sandbox_errors():
         return sandbox.diff()
-    except SandboxError as exc:
-        raise RunFailed(sandbox_outcome(exc), str(exc)) from exc
 
 
-# How an agent's exit status reads as an outcome; anything else (an exception's name) is a crash.
-EXIT_OUTCOMES = {
-    "LimitsExceeded": "limits",
-    "TimeExceeded": "limits",
-    "TokenLimitExceeded": "limits",
-    "RepeatedFormatError": "format_errors",
-    "ContextWindowExceeded": "context_window",
-    "ModelUnavailable": "model_unavailable",
-    "ModelAuthError": "model_unavailable",
-    "ModelNotFound": "model_unavailable",
-    "ModelBadRequest": "model_unavailable",
-    "Cancelled": "cancelled",
-}
-
-
-def check_submitted(result: AgentResult) -> None:
+def require_submission(result: AgentResult) -> None:
     """Raise the run's outcome unless the agent submitted."""
-    if result.exit_status != "Submitted":
-        raise RunFailed(EXIT_OUTCOMES.get(result.exit_status, "agent_crashed"), result.exit_status)
+    if result.exit_status != SUBMITTED:
+        raise RunFailed(exit_for(result.exit_status).outcome, result.exit_status)
 
 
 SETUP_TIMEOUT = 1800  # seconds for each setup command (installs can be slow)
@@ -195,20 +189,18 @@ class Offline(Protocol):
 
 def run_setup(sandbox: Sandbox, commands: list[str], *, networked: bool) -> None:
     """Run the repository's setup commands in order, then cut the network; a failing command ends the run."""
-    try:
+    with sandbox_errors():
         for command in commands:
             result = sandbox.execute(command, timeout=SETUP_TIMEOUT)
             if result.returncode != 0:
                 tail = result.output[-OUTPUT_TAIL:]
-                raise RunFailed("setup_failed", f"`{command}` exited with {result.returncode}:\n{tail}")
+                raise RunFailed(Outcome.SETUP_FAILED, f"`{command}` exited with {result.returncode}:\n{tail}")
         if commands:
             sandbox.execute(EXCLUDE_SETUP_OUTPUT)
         if networked:
             if not isinstance(sandbox, Offline):
-                raise RunFailed("sandbox_failed", "this sandbox cannot cut its network after setup")
+                raise RunFailed(Outcome.SANDBOX_FAILED, "this sandbox cannot cut its network after setup")
             sandbox.disconnect_network()
-    except SandboxError as exc:
-        raise RunFailed(sandbox_outcome(exc), str(exc)) from exc
 
 
 def run_test(sandbox: Sandbox, command: str) -> dict[str, object]:

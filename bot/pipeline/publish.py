@@ -8,6 +8,7 @@ from typing import Any
 
 from bot.agent.loop import AgentResult
 from bot.github.gateway import GitHubGateway, Issue, PullRequest
+from bot.jobs import Outcome, RunInfo
 from bot.pipeline import gitops
 from bot.pipeline.checks import checks_from_steps, untrusted_summary
 from bot.pipeline.execute import RunFailed
@@ -25,7 +26,7 @@ class Published:
 
 
 def push_change(
-    gh: GitHubGateway, checkout: Path, diff: str, *, issue: Issue, run: dict[str, Any], token: str
+    gh: GitHubGateway, checkout: Path, diff: str, *, issue: Issue, run: RunInfo, token: str
 ) -> None:
     """Apply the diff to the worker's checkout, commit as the bot user, force-push the issue's branch."""
     try:
@@ -33,7 +34,7 @@ def push_change(
         gitops.commit(checkout, gh.bot_identity(), render("commit_message.md", issue=issue, run=run))
         gitops.push(checkout, token, gitops.branch_name(issue.number))
     except gitops.GitError as exc:
-        raise RunFailed("push_failed", str(exc)) from exc
+        raise RunFailed(Outcome.PUSH_FAILED, str(exc)) from exc
 
 
 def open_or_update_pr(gh: GitHubGateway, *, issue: Issue, base: str, body_vars: dict[str, Any]) -> Published:
@@ -56,7 +57,7 @@ def _body(body_vars: dict[str, Any], *, draft_fallback: bool) -> str:
 
 
 def pr_body_vars(
-    issue: Issue, run: dict[str, Any], result: AgentResult, diff: str, run_link: str | None
+    issue: Issue, run: RunInfo, result: AgentResult, diff: str, run_link: str | None
 ) -> dict[str, Any]:
     """What the PR body template needs."""
     stats = {
@@ -82,7 +83,7 @@ def attach_trajectory(
     pr: PullRequest,
     messages: list[dict[str, Any]],
     *,
-    run: dict[str, Any],
+    run: RunInfo,
     exit_status: str,
     run_link: str | None,
 ) -> None:

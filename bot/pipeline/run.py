@@ -11,7 +11,6 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
-from typing import Any
 
 import structlog
 
@@ -20,9 +19,8 @@ from bot.agent.config import MiniFixAgentConfig, ModelConfig
 from bot.agent.loop import AgentResult, StepEvent
 from bot.agent.model_base import Model
 from bot.github.gateway import GitHubError, GitHubGateway, Issue, can_write
-from bot.jobs import SHUTDOWN_REASON, Job, JobKind, JobOutcome, JobStatus, cancel_reason
-from bot.pipeline import execute as steps
-from bot.pipeline import gitops
+from bot.jobs import SHUTDOWN_REASON, Job, JobKind, JobOutcome, JobStatus, Outcome, RunInfo, cancel_reason
+from bot.pipeline import execute, gitops
 from bot.pipeline.admit import (
     RememberLabel,
     admit,
@@ -46,13 +44,13 @@ from sandbox.base import Sandbox, SandboxConfig
 
 log = structlog.get_logger(__name__)
 JOB_STATUS = {
-    "pr_opened": JobStatus.SUCCEEDED,
-    "pr_updated": JobStatus.SUCCEEDED,
-    "cancelled": JobStatus.CANCELLED,
-    "requeued": JobStatus.QUEUED,
+    Outcome.PR_OPENED: JobStatus.SUCCEEDED,
+    Outcome.PR_UPDATED: JobStatus.SUCCEEDED,
+    Outcome.CANCELLED: JobStatus.CANCELLED,
+    Outcome.REQUEUED: JobStatus.QUEUED,
 }
 # No separate comment for these: the PR, the stopper or the next attempt says it all.
-QUIET_OUTCOMES = {"pr_opened", "pr_updated", "cancelled", "requeued"}
+QUIET_OUTCOMES = {Outcome.PR_OPENED, Outcome.PR_UPDATED, Outcome.CANCELLED, Outcome.REQUEUED}
 
 
 @dataclass
@@ -72,13 +70,16 @@ class PipelineDeps:
 
 @dataclass
 class RunState:
-    """What one run has learned so far, for the final report."""
+    """One run, handed forward through the steps: what it was given, then what it has learned, for the report."""
 
     job: Job
     gh: GitHubGateway
     number: int
-    run: dict[str, Any]
+    run: RunInfo
     status: StatusComment
+    agent: MiniFixAgentConfig  # the deployment's agent config with the repository's own on top
+    model: ModelConfig
+    cancel: threading.Event
     result: AgentResult | None = None
     published: Published | None = None
     paths: list[str] = field(default_factory=list)
@@ -86,13 +87,13 @@ class RunState:
     test: dict[str, object] | None = None
 
 
-def run_job(job: Job, cancel: threading.Event, deps: PipelineDeps) -> JobOutcome:
+def run_pipeline(job: Job, cancel: threading.Event, deps: PipelineDeps) -> JobOutcome:
     """Run one job; every ending leaves something a maintainer can see on GitHub."""
     run_id = job.run_id or uuid.uuid4().hex[:12]
     with structlog.contextvars.bound_contextvars(job_id=job.id, repo=job.repo, issue=job.issue, run_id=run_id):
         gh = deps.github(job.installation_id, job.repo)
         try:
-            number = steps.issue_number(gh, job)
+            number = execute.issue_number(gh, job)
             if job.kind.is_control:
                 return _control(job, gh, number, deps)
             role = gh.permission(job.requester)
@@ -104,8 +105,8 @@ def run_job(job: Job, cancel: threading.Event, deps: PipelineDeps) -> JobOutcome
             admitted = admit(job, gh, number, deps.settings, read, deps.remember_label)
             if isinstance(admitted, JobOutcome):
                 return replace(admitted, run_id=run_id)
-            deps = replace(deps, agent_config=agent_config_for(deps.agent_config, deps.settings, admitted))
-            return _run(job, cancel, deps, gh, number, run_id, admitted)
+            agent = agent_config_for(deps.agent_config, deps.settings, admitted)
+            return _run(job, cancel, deps, gh, number, run_id, admitted, agent)
         except (GitHubError, RunFailed) as exc:  # before a status comment exists: nowhere useful to write
             log.warning("job_failed_early", error=str(exc))
             return JobOutcome(JobStatus.FAILED, run_id=run_id, error=str(exc))
@@ -113,7 +114,7 @@ def run_job(job: Job, cancel: threading.Event, deps: PipelineDeps) -> JobOutcome
 
 def _control(job: Job, gh: GitHubGateway, number: int, deps: PipelineDeps) -> JobOutcome:
     if deps.stop_runs is None:
-        raise RunFailed("agent_crashed", "this worker was built without a ledger to stop runs with")
+        raise RunFailed(Outcome.AGENT_CRASHED, "this worker was built without a ledger to stop runs with")
     return run_control(job, gh, number, deps.stop_runs, deps.settings.label)
 
 
@@ -125,44 +126,46 @@ def _run(
     number: int,
     run_id: str,
     config: RepoConfig,
+    agent: MiniFixAgentConfig,
 ) -> JobOutcome:
     gh.add_reaction(number, "eyes")
     if job.comment_id:
         gh.add_reaction(number, "eyes", comment_id=job.comment_id)
-    model_config = resolve_model_config(deps.agent_config, deps.settings)
-    run = {
+    model_config = resolve_model_config(agent, deps.settings)
+    run: RunInfo = {
         "run_id": run_id,
         "model": model_config.model_name,
         "requester": job.requester,
         "retry": job.kind == JobKind.RETRY,
         "exit_status": "",
     }
-    state = RunState(job, gh, number, run, StatusComment(gh, number, run, deps.clock), config=config)
+    status = StatusComment(gh, number, run, deps.clock)
+    state = RunState(job, gh, number, run, status, agent, model_config, cancel, config=config)
     state.status.start()
     try:
-        _attempt(state, cancel, deps, model_config)
-        key, detail = ("pr_opened" if state.published and state.published.created else "pr_updated"), ""
+        _attempt(state, deps)
+        key, detail = (Outcome.PR_OPENED if state.published and state.published.created else Outcome.PR_UPDATED), ""
     except RunFailed as exc:
         key, detail = exc.outcome, exc.detail
     except GitHubError as exc:
-        key, detail = "github_failed", str(exc)
-    if key == "cancelled" and cancel_reason(cancel) == SHUTDOWN_REASON:
-        key = "requeued"  # not the maintainers' doing: the job runs again on another worker
-    elif key == "cancelled":
+        key, detail = Outcome.GITHUB_FAILED, str(exc)
+    if key == Outcome.CANCELLED and cancel_reason(cancel) == SHUTDOWN_REASON:
+        key = Outcome.REQUEUED  # not the maintainers' doing: the job runs again on another worker
+    elif key == Outcome.CANCELLED:
         state.run["stop_reason"] = detail = cancel_reason(cancel) or detail
     return _report(state, key, detail, deps.settings)
 
 
-def _attempt(state: RunState, cancel: threading.Event, deps: PipelineDeps, model_config: ModelConfig) -> None:
-    gh, run_id = state.gh, state.run["run_id"]
+def _attempt(state: RunState, deps: PipelineDeps) -> None:
+    gh, run_id, cancel = state.gh, state.run["run_id"], state.cancel
     issue = gh.get_issue(state.number)
     issue = Issue(issue.number, clean(issue.title), issue.body, issue.author, issue.state)
     repo = gh.get_repo()
-    early = steps.EarlySandbox(deps.sandbox, sandbox_config_for(deps.agent_config, deps.settings, state.config), run_id)
+    early = execute.EarlySandbox(deps.sandbox, sandbox_config_for(state.agent, deps.settings, state.config), run_id)
     with early_discarded(early), tempfile.TemporaryDirectory(prefix=f"mini-fix-{run_id}-", dir=deps.workdir) as tmp:
         checkout = Path(tmp) / "repo"
         token = gh.git_token()
-        steps.clone(repo, token, checkout)
+        execute.clone(repo, token, checkout)
         _check_cancel(cancel)
         comments = gh.list_comments(state.number)
         if state.job.kind == JobKind.RETRY:  # what reviewers said on the PR since the last run
@@ -176,12 +179,12 @@ def _attempt(state: RunState, cancel: threading.Event, deps: PipelineDeps, model
         if extra := guidance(state.config, checkout):
             task = f"{task}\n\n{extra}"
         sandbox = early.take(checkout)
-        diff = _sandboxed(state, cancel, deps, model_config, task, sandbox, secrets=[token])
+        diff = _sandboxed(state, deps, task, sandbox, secrets=[token])
         if not diff.strip():
-            raise RunFailed("empty_diff")
+            raise RunFailed(Outcome.EMPTY_DIFF)
         state.paths = gitops.protected_paths(diff, state.config.protected_paths)
         if state.paths:
-            raise RunFailed("protected_paths", ", ".join(state.paths))
+            raise RunFailed(Outcome.PROTECTED_PATHS, ", ".join(state.paths))
         _check_cancel(cancel)
         push_change(gh, checkout, diff, issue=issue, run=state.run, token=token)
     link = run_link(deps.settings, run_id)
@@ -194,47 +197,38 @@ def _attempt(state: RunState, cancel: threading.Event, deps: PipelineDeps, model
     )
 
 
-def _sandboxed(
-    state: RunState,
-    cancel: threading.Event,
-    deps: PipelineDeps,
-    model_config: ModelConfig,
-    task: str,
-    sandbox: Sandbox,
-    secrets: list[str],
-) -> str:
+def _sandboxed(state: RunState, deps: PipelineDeps, task: str, sandbox: Sandbox, secrets: list[str]) -> str:
     """Run the agent in the sandbox and take the diff; the container is removed whatever happens."""
-    config = deps.agent_config
-    run_id = state.run["run_id"]
+    run_id, cancel = state.run["run_id"], state.cancel
     writer = TrajectoryWriter(
         deps.settings.data_dir / "runs" / run_id / "trajectory.json",
         secrets=[*secrets, *deps.settings.secrets],
         mini_fix={"repo": state.job.repo, "issue": state.number, "run_id": run_id, "job_id": state.job.id},
     )
     try:
-        with steps.closed_on_cancel(sandbox, cancel):
-            steps.run_setup(sandbox, state.config.setup, networked=setup_networked(state.config))
-            state.result = steps.run_agent(
-                deps.model(model_config),
+        with execute.closed_on_cancel(sandbox, cancel):
+            execute.run_setup(sandbox, state.config.setup, networked=setup_networked(state.config))
+            state.result = execute.run_agent(
+                deps.model(state.model),
                 sandbox,
-                config,
+                state.agent,
                 task,
                 trajectory=writer,
                 on_step=partial(_on_step, state.status),
                 cancel=cancel,
             )
             state.run["exit_status"] = state.result.exit_status
-            steps.check_submitted(state.result)
-            diff = steps.take_diff(sandbox)
+            execute.require_submission(state.result)
+            diff = execute.take_diff(sandbox)
             if state.config.test:
-                state.test = steps.run_test(sandbox, state.config.test)
+                state.test = execute.run_test(sandbox, state.config.test)
             return diff
     finally:
         sandbox.close()
 
 
 @contextmanager
-def early_discarded(early: steps.EarlySandbox) -> Iterator[None]:
+def early_discarded(early: execute.EarlySandbox) -> Iterator[None]:
     """Whatever ends the attempt, a container started early and never used is removed."""
     try:
         yield
@@ -254,10 +248,10 @@ def _on_step(status: StatusComment, event: StepEvent) -> None:
 
 def _check_cancel(cancel: threading.Event) -> None:
     if cancel.is_set():
-        raise RunFailed("cancelled")
+        raise RunFailed(Outcome.CANCELLED)
 
 
-def _report(state: RunState, key: str, detail: str, settings: Settings) -> JobOutcome:
+def _report(state: RunState, key: Outcome, detail: str, settings: Settings) -> JobOutcome:
     """Final status edit, the failure comment when there is no PR, the closing reaction."""
     status = JOB_STATUS.get(key, JobStatus.FAILED)
     pr_url = state.published.pr.url if state.published else None

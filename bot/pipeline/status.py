@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 import structlog
 
 from bot.github.gateway import GitHubError, GitHubGateway
-from bot.render import Outcome, render
+from bot.jobs import RunInfo
+from bot.render import OutcomeText, render
 
 MIN_EDIT_INTERVAL = 5.0  # seconds between progress edits: GitHub's secondary rate limits dislike bursts
 log = structlog.get_logger(__name__)
@@ -18,7 +18,7 @@ class StatusComment:
     """Posts and edits the run's status comment; progress edits are best effort and never stop a run."""
 
     def __init__(
-        self, gh: GitHubGateway, issue: int, run: dict[str, Any], clock: Callable[[], float]
+        self, gh: GitHubGateway, issue: int, run: RunInfo, clock: Callable[[], float]
     ) -> None:
         self.gh, self.issue, self.run, self.clock = gh, issue, run, clock
         self.comment_id: int | None = None
@@ -46,7 +46,7 @@ class StatusComment:
         }
         self._edit(render("status_comment.md", phase="running", run=self.run, progress=info))
 
-    def finish(self, outcome: Outcome, links: dict[str, str | None]) -> None:
+    def finish(self, outcome: OutcomeText, links: dict[str, str | None]) -> None:
         """Show the outcome, with links to the PR and the trajectory when there are any."""
         body = render("status_comment.md", phase="done", run=self.run, outcome=outcome, links=links)
         if self.comment_id is None:
@@ -54,7 +54,7 @@ class StatusComment:
         else:
             self._edit(body)
 
-    def close(self, outcome: Outcome, links: dict[str, str | None], *, comment: str | None) -> None:
+    def close(self, outcome: OutcomeText, links: dict[str, str | None], *, comment: str | None) -> None:
         """The run's last words: the final status, the outcome comment (if any), the closing reaction."""
         try:
             self.finish(outcome, links)

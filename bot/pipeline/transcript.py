@@ -7,6 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
+from bot.jobs import RunInfo
 from bot.render import render
 
 BUDGET = 60_000  # under 65,536 with room for GitHub's own accounting of multi-byte characters
@@ -81,7 +82,7 @@ def elide_middle(text: str, keep: int) -> tuple[str, int]:
 
 
 def render_trajectory(
-    steps: list[Step], *, run: dict[str, Any], exit_status: str, run_link: str | None, budget: int = BUDGET
+    steps: list[Step], *, run: RunInfo, exit_status: str, run_link: str | None, budget: int = BUDGET
 ) -> str:
     """The trajectory comment, shortened as needed: long outputs' middles, older outputs, then thoughts."""
     stored = f"runs/{run['run_id']}/trajectory.json in the worker's data dir"

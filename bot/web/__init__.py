@@ -1,0 +1,1 @@
+"""The HTTP side: the FastAPI app, the /runs viewer and the `mini-fix setup` pages."""

@@ -20,6 +20,7 @@ from urllib.parse import parse_qs, urlsplit
 import httpx
 import yaml
 
+from bot.github.urls import web_url
 from bot.render import PROMPTS_DIR
 from bot.settings import Settings
 
@@ -29,14 +30,6 @@ ENV_KEYS = ("MINIFIX_APP_ID", "MINIFIX_PRIVATE_KEY", "MINIFIX_PRIVATE_KEY_PATH",
 
 class SetupError(Exception):
     """The manifest flow could not finish; the message says what to do."""
-
-
-def web_url(api_url: str) -> str:
-    """GitHub's web root for an API root: api.github.com -> github.com, https://HOST/api/v3 -> https://HOST."""
-    base = api_url.rstrip("/")
-    if urlsplit(base).hostname == "api.github.com":
-        return "https://github.com"
-    return base.removesuffix("/api/v3")
 
 
 def new_app_url(web: str, org: str | None, state: str) -> str:

@@ -16,6 +16,7 @@ import jinja2
 from fastapi import FastAPI, HTTPException, Request
 from fastapi.responses import FileResponse, HTMLResponse
 
+from bot.github.urls import web_url
 from bot.jobs import Job
 from bot.ledger.contract import Ledger
 from bot.pipeline.transcript import steps_from_messages
@@ -41,14 +42,6 @@ def templates() -> jinja2.Environment:
     return env
 
 
-def web_url(settings: Settings) -> str:
-    """GitHub's web root for the API root in settings (github.com, or a GHES host)."""
-    api = settings.github_api_url.rstrip("/")
-    if api == "https://api.github.com":
-        return "https://github.com"
-    return api.removesuffix("/api/v3")
-
-
 class Viewer:
     """The viewer's routes over one data dir and ledger."""
 
@@ -69,7 +62,8 @@ class Viewer:
         if not self._is_operator(request):
             raise HTTPException(401, "operator token required", headers={"WWW-Authenticate": "Bearer"})
         rows = [self._row(path) for path in self._recent()]
-        return self._page("runs.html", runs=[r for r in rows if r is not None], github=web_url(self.settings))
+        github = web_url(self.settings.github_api_url)
+        return self._page("runs.html", runs=[r for r in rows if r is not None], github=github)
 
     def run_page(self, run_id: str, request: Request) -> HTMLResponse:
         """One run, step by step."""
@@ -87,7 +81,7 @@ class Viewer:
             "job": job,
             "task": _task(messages),
             "steps": steps_from_messages(messages),
-            "github": web_url(self.settings),
+            "github": web_url(self.settings.github_api_url),
             "json_url": f"/runs/{run_id}/trajectory.json?sig={run_signature(self.settings, run_id)}",
         }
         return self._page("run.html", **variables)

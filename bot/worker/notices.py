@@ -7,7 +7,7 @@ from collections.abc import Callable
 import structlog
 
 from bot.github.gateway import GitHubError, GitHubGateway
-from bot.jobs import Job
+from bot.jobs import Job, Outcome
 from bot.render import outcome, render
 
 log = structlog.get_logger(__name__)
@@ -20,7 +20,7 @@ def gave_up_notifier(github: Callable[[int, str], GitHubGateway]) -> Callable[[J
         run = {"run_id": job.run_id or job.id, "attempts": job.attempts, "model": "", "exit_status": ""}
         body = render(
             "outcome_comment.md",
-            outcome=outcome("worker_lost", run=run, paths=[]),
+            outcome=outcome(Outcome.WORKER_LOST, run=run, paths=[]),
             run=run,
             detail=job.error or "",
             stats=None,

@@ -1,6 +1,7 @@
-"""The real collaborators of a job, wired once per worker: the App, the Docker sandbox, litellm.
+"""The worker process's composition root: each collaborator built once (one GitHubApp, one ledger, one queue).
 
-Imports of docker and litellm stay inside the factories, so the API-only server never loads them.
+The real collaborators of a job are the App, the Docker sandbox and litellm. Imports of docker and litellm stay
+inside the factories, so the API-only server never loads them.
 """
 
 from __future__ import annotations
@@ -13,24 +14,46 @@ import structlog
 from bot import metrics
 from bot.agent.config import ModelConfig
 from bot.agent.model_base import Model
+from bot.github.gateway import GitHubGateway
 from bot.jobs import Job, JobOutcome
+from bot.ledger import open_ledger
 from bot.pipeline.admit import RememberLabel
 from bot.pipeline.control import StopRuns
-from bot.pipeline.run import PipelineDeps, run_job
+from bot.pipeline.run import PipelineDeps, run_pipeline
 from bot.settings import Settings
+from bot.worker.labels import LabelKeeper
+from bot.worker.notices import gave_up_notifier
+from bot.worker.pool import Worker, build_worker
 from sandbox.base import Sandbox, SandboxConfig
 
 log = structlog.get_logger(__name__)
 
 
-def build_runner(
-    settings: Settings, *, stop_runs: StopRuns | None = None, remember_label: RememberLabel | None = None
-) -> Callable[[Job, threading.Event], JobOutcome]:
-    """The real pipeline: the App, the Docker sandbox, litellm (imported here, never at startup)."""
-    from bot.agent.config import load_config
+def wire_worker(settings: Settings) -> Worker:
+    """The process's worker: one GitHubApp, one ledger and one queue shared by the runner, notices and chores."""
     from bot.github.app import GitHubApp
 
-    app = GitHubApp(settings)
+    github = GitHubApp(settings).for_repo
+    ledger = open_ledger(settings)  # shared with the runner: `/agent stop` jobs cancel runs through it
+    runner = build_runner(settings, github, stop_runs=ledger.cancel, remember_label=ledger.remember_label)
+    worker = build_worker(settings, runner, on_gave_up=gave_up_notifier(github), ledger=ledger)
+    worker.housekeeping = sweep_sandboxes
+    worker.chores.append(warm_up_model_client)
+    if settings.create_labels:
+        worker.chores.append(LabelKeeper(settings, ledger, github).run)
+    return worker
+
+
+def build_runner(
+    settings: Settings,
+    github: Callable[[int, str], GitHubGateway],
+    *,
+    stop_runs: StopRuns | None = None,
+    remember_label: RememberLabel | None = None,
+) -> Callable[[Job, threading.Event], JobOutcome]:
+    """The real pipeline: the given App, the Docker sandbox, litellm (imported here, never at startup)."""
+    from bot.agent.config import load_config
+
     api_key = settings.model_api_key.get_secret_value() if settings.model_api_key else None
 
     def sandbox_for(job: Job) -> Callable[[SandboxConfig, str], Sandbox]:
@@ -56,14 +79,14 @@ def build_runner(
             remove_stale_containers(job)
         deps = PipelineDeps(
             settings,
-            app.for_repo,
+            github,
             sandbox_for(job),
             model,
             agent_config,
             stop_runs=stop_runs,
             remember_label=remember_label,
         )
-        return run_job(job, cancel, deps)
+        return run_pipeline(job, cancel, deps)
 
     return runner
 
@@ -80,3 +103,18 @@ def remove_stale_containers(job: Job) -> None:
         return
     if removed:
         log.info("stale_containers_removed", job_id=job.id, count=removed)
+
+
+def warm_up_model_client(_stop: threading.Event) -> None:
+    """Import litellm (seconds of start-up) while the worker waits for its first job, not during it."""
+    from bot.agent.model import import_litellm
+
+    import_litellm()
+
+
+def sweep_sandboxes() -> None:
+    """Remove sandbox containers past their deadline (left by crashed workers on this engine)."""
+    from sandbox.docker import sweep
+
+    if removed := sweep():
+        log.info("expired_sandboxes_removed", count=removed)

@@ -1,0 +1,1 @@
+"""The PostgreSQL ledger driver (MINIFIX_DATABASE_URL=postgresql://...)."""
