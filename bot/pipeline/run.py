@@ -8,15 +8,14 @@ import time
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from functools import partial
 from pathlib import Path
 
 import structlog
 
-from bot import signing
 from bot.agent.config import MiniFixAgentConfig, ModelConfig
-from bot.agent.loop import AgentResult, StepEvent
+from bot.agent.loop import StepEvent
 from bot.agent.model_base import Model
 from bot.github.gateway import GitHubError, GitHubGateway, Issue, can_write
 from bot.jobs import SHUTDOWN_REASON, Job, JobKind, JobOutcome, JobStatus, Outcome, RunInfo, cancel_reason
@@ -33,24 +32,18 @@ from bot.pipeline.admit import (
 from bot.pipeline.control import StopRuns, run_control
 from bot.pipeline.execute import RunFailed
 from bot.pipeline.feedback import review_feedback
-from bot.pipeline.publish import Published, attach_trajectory, open_or_update_pr, pr_body_vars, push_change
+from bot.pipeline.publish import attach_trajectory, open_or_update_pr, pr_body_vars, push_change
+from bot.pipeline.report import report, run_link
+from bot.pipeline.state import RunState
 from bot.pipeline.status import StatusComment
 from bot.pipeline.task import build_task, clean
-from bot.render import outcome, render
+from bot.render import render
 from bot.repo_config.schema import RepoConfig
 from bot.settings import Settings
 from bot.trajectory import TrajectoryWriter, redact
 from sandbox.base import Sandbox, SandboxConfig
 
 log = structlog.get_logger(__name__)
-JOB_STATUS = {
-    Outcome.PR_OPENED: JobStatus.SUCCEEDED,
-    Outcome.PR_UPDATED: JobStatus.SUCCEEDED,
-    Outcome.CANCELLED: JobStatus.CANCELLED,
-    Outcome.REQUEUED: JobStatus.QUEUED,
-}
-# No separate comment for these: the PR, the stopper or the next attempt says it all.
-QUIET_OUTCOMES = {Outcome.PR_OPENED, Outcome.PR_UPDATED, Outcome.CANCELLED, Outcome.REQUEUED}
 
 
 @dataclass
@@ -66,25 +59,6 @@ class PipelineDeps:
     workdir: Path | None = None  # parent of the per-run checkout directories (None: the system temp dir)
     stop_runs: StopRuns | None = None  # Ledger.cancel, for `/agent stop` jobs
     remember_label: RememberLabel | None = None  # Ledger.remember_label: the webhook path learns renamed labels
-
-
-@dataclass
-class RunState:
-    """One run, handed forward through the steps: what it was given, then what it has learned, for the report."""
-
-    job: Job
-    gh: GitHubGateway
-    number: int
-    run: RunInfo
-    status: StatusComment
-    agent: MiniFixAgentConfig  # the deployment's agent config with the repository's own on top
-    model: ModelConfig
-    cancel: threading.Event
-    result: AgentResult | None = None
-    published: Published | None = None
-    paths: list[str] = field(default_factory=list)
-    config: RepoConfig = field(default_factory=RepoConfig)
-    test: dict[str, object] | None = None
 
 
 def run_pipeline(job: Job, cancel: threading.Event, deps: PipelineDeps) -> JobOutcome:
@@ -153,7 +127,7 @@ def _run(
         key = Outcome.REQUEUED  # not the maintainers' doing: the job runs again on another worker
     elif key == Outcome.CANCELLED:
         state.run["stop_reason"] = detail = cancel_reason(cancel) or detail
-    return _report(state, key, detail, deps.settings)
+    return report(state, key, detail, deps.settings)
 
 
 def _attempt(state: RunState, deps: PipelineDeps) -> None:
@@ -249,38 +223,6 @@ def _on_step(status: StatusComment, event: StepEvent) -> None:
 def _check_cancel(cancel: threading.Event) -> None:
     if cancel.is_set():
         raise RunFailed(Outcome.CANCELLED)
-
-
-def _report(state: RunState, key: Outcome, detail: str, settings: Settings) -> JobOutcome:
-    """Final status edit, the failure comment when there is no PR, the closing reaction."""
-    status = JOB_STATUS.get(key, JobStatus.FAILED)
-    pr_url = state.published.pr.url if state.published else None
-    log.info("job_finished", outcome=key, detail=detail, pr_url=pr_url)
-    result = state.result
-    stats = (
-        None
-        if result is None
-        else {
-            "steps": result.steps,
-            "elapsed": result.elapsed_seconds,
-            "tokens": result.prompt_tokens + result.completion_tokens,
-        }
-    )
-    done = outcome(key, run=state.run, paths=state.paths)
-    links = {"pr": pr_url, "run": run_link(settings, state.run["run_id"])}
-    comment = (
-        None
-        if key in QUIET_OUTCOMES
-        else render("outcome_comment.md", outcome=done, run=state.run, detail=detail, stats=stats, links=links)
-    )
-    state.status.close(done, links, comment=comment)
-    error = None if status == JobStatus.SUCCEEDED else f"{key}: {detail}" if detail else key
-    return JobOutcome(status, pr_url=pr_url, run_id=state.run["run_id"], error=error)
-
-
-def run_link(settings: Settings, run_id: str) -> str | None:
-    """The run's viewer page on this App, signed so only holders of the link can read it; None without a public URL."""
-    return signing.signed_run_url(settings, run_id)
 
 
 def resolve_model_config(config: MiniFixAgentConfig, settings: Settings) -> ModelConfig:

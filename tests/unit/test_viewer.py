@@ -10,7 +10,7 @@ from pydantic import SecretStr
 
 from bot.jobs import JobKind, JobRequest, JobStatus
 from bot.ledger.sqlite.ledger import SqliteLedger
-from bot.pipeline.run import run_link
+from bot.pipeline.report import run_link
 from bot.queue.dispatch import JobQueue
 from bot.settings import Settings
 from bot.signing import run_signature, signed_run_url, valid_run_id

@@ -1,0 +1,53 @@
+"""The last step: the status comment's final edit, the failure comment when there is no PR, the job's outcome."""
+
+from __future__ import annotations
+
+import structlog
+
+from bot import signing
+from bot.jobs import JobOutcome, JobStatus, Outcome
+from bot.pipeline.state import RunState
+from bot.render import outcome, render
+from bot.settings import Settings
+
+log = structlog.get_logger(__name__)
+JOB_STATUS = {
+    Outcome.PR_OPENED: JobStatus.SUCCEEDED,
+    Outcome.PR_UPDATED: JobStatus.SUCCEEDED,
+    Outcome.CANCELLED: JobStatus.CANCELLED,
+    Outcome.REQUEUED: JobStatus.QUEUED,
+}
+# No separate comment for these: the PR, the stopper or the next attempt says it all.
+QUIET_OUTCOMES = {Outcome.PR_OPENED, Outcome.PR_UPDATED, Outcome.CANCELLED, Outcome.REQUEUED}
+
+
+def report(state: RunState, key: Outcome, detail: str, settings: Settings) -> JobOutcome:
+    """Final status edit, the failure comment when there is no PR, the closing reaction."""
+    status = JOB_STATUS.get(key, JobStatus.FAILED)
+    pr_url = state.published.pr.url if state.published else None
+    log.info("job_finished", outcome=key, detail=detail, pr_url=pr_url)
+    result = state.result
+    stats = (
+        None
+        if result is None
+        else {
+            "steps": result.steps,
+            "elapsed": result.elapsed_seconds,
+            "tokens": result.prompt_tokens + result.completion_tokens,
+        }
+    )
+    done = outcome(key, run=state.run, paths=state.paths)
+    links = {"pr": pr_url, "run": run_link(settings, state.run["run_id"])}
+    comment = (
+        None
+        if key in QUIET_OUTCOMES
+        else render("outcome_comment.md", outcome=done, run=state.run, detail=detail, stats=stats, links=links)
+    )
+    state.status.close(done, links, comment=comment)
+    error = None if status == JobStatus.SUCCEEDED else f"{key}: {detail}" if detail else key
+    return JobOutcome(status, pr_url=pr_url, run_id=state.run["run_id"], error=error)
+
+
+def run_link(settings: Settings, run_id: str) -> str | None:
+    """The run's viewer page on this App, signed so only holders of the link can read it; None without a public URL."""
+    return signing.signed_run_url(settings, run_id)

@@ -1,0 +1,33 @@
+"""One run's state, handed forward through the pipeline's steps and read by the final report."""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+
+from bot.agent.config import MiniFixAgentConfig, ModelConfig
+from bot.agent.loop import AgentResult
+from bot.github.gateway import GitHubGateway
+from bot.jobs import Job, RunInfo
+from bot.pipeline.publish import Published
+from bot.pipeline.status import StatusComment
+from bot.repo_config.schema import RepoConfig
+
+
+@dataclass
+class RunState:
+    """One run, handed forward through the steps: what it was given, then what it has learned, for the report."""
+
+    job: Job
+    gh: GitHubGateway
+    number: int
+    run: RunInfo
+    status: StatusComment
+    agent: MiniFixAgentConfig  # the deployment's agent config with the repository's own on top
+    model: ModelConfig
+    cancel: threading.Event
+    result: AgentResult | None = None
+    published: Published | None = None
+    paths: list[str] = field(default_factory=list)
+    config: RepoConfig = field(default_factory=RepoConfig)
+    test: dict[str, object] | None = None
