@@ -8,8 +8,12 @@ import sys
 import threading
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from bot.settings import Settings, SettingsError
+
+if TYPE_CHECKING:
+    from bot.worker.pool import Worker
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -51,9 +55,7 @@ def _serve(settings: Settings, args: argparse.Namespace) -> int:
     from bot.web.app import create_app
 
     settings.require_webhook_secret()  # fail before the slow worker wiring
-    from bot.worker.wiring import wire_worker
-
-    worker = None if args.no_worker else wire_worker(settings)
+    worker = None if args.no_worker else _wire_worker(settings)
     app = create_app(settings, embedded_worker=worker)
     try:
         # The app's lifespan starts the worker and, on SIGTERM, puts its running jobs back in the queue.
@@ -64,10 +66,14 @@ def _serve(settings: Settings, args: argparse.Namespace) -> int:
     return 0
 
 
-def _worker(settings: Settings, _args: argparse.Namespace) -> int:
-    from bot.worker.wiring import wire_worker
+def _wire_worker(settings: Settings) -> Worker:
+    from bot.worker.wiring import wire_worker  # the pipeline and its imports: only where a worker runs
 
-    worker = wire_worker(settings)
+    return wire_worker(settings)
+
+
+def _worker(settings: Settings, _args: argparse.Namespace) -> int:
+    worker = _wire_worker(settings)
     stop = threading.Event()
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: stop.set())
