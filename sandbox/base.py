@@ -37,17 +37,29 @@ class SandboxConfig(BaseModel):
     timeout: int = 60
     """Seconds one action may run before it is killed inside the container."""
     memory: str = "2g"
-    """Memory limit; swap is set equal so the container cannot swap past it."""
+    """Memory for processes; the container's limit adds `disk` and the scratch sizes (tmpfs pages count as memory)."""
+    disk: str = "2g"
+    """Size of the working directory (a tmpfs volume); writes past it fail with ENOSPC. The image is read-only."""
+    scratch_disk: str = "256m"
+    """Size of each scratch tmpfs (`scratch_paths`), the only other writable places."""
+    scratch_paths: list[str] = ["/tmp", "/var/tmp", "/home/agent"]
+    """Writable tmpfs directories besides the working directory (the image's home of the action user, temp dirs)."""
+    copy_in_max_bytes: str = "1g"
+    """`copy_in` refuses a tree larger than this (file contents plus 512 bytes per entry)."""
     cpus: float = 1.0
     """CPU quota, in cores."""
     pids_limit: int = 512
     """Maximum number of processes in the container (stops fork bombs)."""
     network: bool = False
-    """Give the container a network. Off unless a repository's config opts in."""
+    """A setup phase with egress through the filtering proxy only (`setup_hosts`); off unless the operator allows it."""
+    setup_hosts: list[str] = []
+    """Host names the setup proxy lets through (a leading dot allows subdomains); all else is refused."""
+    setup_upstream_network: str = "bridge"
+    """Engine network the setup proxy reaches the allowed hosts through."""
     wall_time_seconds: int = 3600
     """The container is killed this many seconds after it starts, whatever it is doing."""
     user: str = "1000:1000"
-    """Non-root user the actions run as."""
+    """Numeric uid:gid the actions run as: never root, never the runner's uid."""
     runtime: str | None = None
     """OCI runtime, e.g. `runsc` for gVisor; None for the engine's default."""
 
@@ -77,6 +89,14 @@ class Sandbox(Protocol):
 
     def diff(self) -> str:
         """The submission diff: `git add -A && git diff --cached --binary` in the working directory."""
+        ...
+
+    def export_tree(self, dest: Path, *, max_bytes: int) -> None:
+        """Extract the working directory (without its .git) into the new directory `dest`, checked and size-capped."""
+        ...
+
+    def run_check(self, command: str, *, timeout: float) -> ExecResult:
+        """Run a verdict command (e.g. the tests) whose return code is the engine's own exec exit code."""
         ...
 
     def template_vars(self) -> dict[str, Any]:

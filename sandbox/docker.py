@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import posixpath
 import tarfile
 import tempfile
 import threading
@@ -14,18 +13,22 @@ from typing import IO, Any
 
 import docker
 import structlog
+from docker.utils import parse_bytes
 
 from sandbox.base import ExecResult, SandboxConfig, SandboxError
 from sandbox.channel import RunnerChannel, RunnerUnavailable
 from sandbox.engine import (
+    action_ids,
     connect,
     create_container,
-    exec_action,
     force_remove,
     remove_run_containers,
+    remove_volume,
     sweep,
     translated,
 )
+from sandbox.engine_exec import engine_exec, kill_by_engine
+from sandbox.export import extract_archive
 
 __all__ = ["DockerSandbox", "remove_run_containers", "sweep"]
 
@@ -33,6 +36,9 @@ OUTPUT_LIMIT = 4 << 20  # bytes of one action's output kept; the rest is dropped
 DIFF_LIMIT = 256 << 20
 DIFF_TIMEOUT = 300
 REPLY_GRACE = 15.0  # the runner enforces the timeout; this only bounds waiting on a runner that hangs
+REAP_TIMEOUT = 30.0
+CHECK_OUTPUT_LIMIT = 1 << 20
+TRUNCATED = "\n[mini-fix: output truncated: kept the first {kept} of {seen} bytes]"
 
 log = structlog.get_logger(__name__)
 ExecObserver = Callable[[float], None]
@@ -61,6 +67,8 @@ class DockerSandbox:
         self._expired = False
         self._base_commit = ""
         self._uname: dict[str, str] = {}
+        self._uid, self._gid = action_ids(config.user)
+        self._volume = ""
         self._timer = threading.Timer(config.wall_time_seconds, self._expire)
         self._timer.daemon = True
 
@@ -78,13 +86,14 @@ class DockerSandbox:
         owns_client = client is None
         client = client or connect()
         try:
-            container_id = create_container(client, config, run_id, labels or {})
+            container_id, volume = create_container(client, config, run_id, labels or {})
         except BaseException:
             if owns_client:
                 client.close()
             raise
         sandbox = cls(client, container_id, config, on_exec)
         sandbox._owns_client = owns_client
+        sandbox._volume = volume
         try:
             sandbox._boot()
         except BaseException:
@@ -99,7 +108,7 @@ class DockerSandbox:
         try:
             with translated(self.config.image):
                 self._runner = RunnerChannel.open(
-                    self.client.api, self.container_id, user=self.config.user, workdir=self.config.cwd
+                    self.client.api, self.container_id, uid=self._uid, gid=self._gid, workdir=self.config.cwd
                 )
         except RunnerUnavailable as exc:
             log.info("sandbox.runner_unavailable", image=self.config.image, error=str(exc))
@@ -110,38 +119,62 @@ class DockerSandbox:
         started = time.monotonic()
         try:
             reply = self._run(command, seconds, cwd or self.config.cwd, OUTPUT_LIMIT)
-        finally:
-            if self._on_exec is not None:
-                self._on_exec(time.monotonic() - started)
-        output = reply["output"].encode("utf-8", "surrogateescape").decode("utf-8", "replace")
-        extra = {"truncated": True} if reply["truncated"] else {}
-        if reply["timed_out"]:
-            info = (
-                f"The command timed out after {seconds:g} seconds and was killed, "
-                f"with every process it started: {command}"
+        return _result(reply, command, seconds)
+
+    def run_check(self, command: str, *, timeout: float) -> ExecResult:
+        """Run a verdict command as its own engine exec: the return code is the engine's, not the runner's.
+
+        Every process the agent left is killed first (nothing of its may tamper with the check) and after.
+        """
+        self.end_processes()
+        with self._exec_lock:
+            self._check_open()
+            reply = engine_exec(
+                self.client,
+                self.container_id,
+                command,
+                self.config,
+                timeout=timeout,
+                cwd=self.config.cwd,
+                limit=CHECK_OUTPUT_LIMIT,
+                kill=self._kill_unlocked,
             )
-            return ExecResult(output, -1, info, extra)
-        if reply["error"]:
-            return ExecResult(output, -1, f"The command could not be run: {reply['error']}", extra)
-        return ExecResult(output, reply["returncode"], "", extra)
+        self.end_processes()
+        return _result(reply, command, timeout)
+
+    def end_processes(self) -> None:
+        """Kill every process of the action uid (daemons a setup or an action left, `setsid` ones included)."""
+        with self._exec_lock:
+            self._check_open()
+            self._kill_unlocked()
+
+    def _kill_unlocked(self) -> None:
+        if self._runner is None:
+            kill_by_engine(self.client, self.container_id, self.config)
+        else:
+            self._runner.reap(REAP_TIMEOUT)
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise SandboxError("the sandbox is closed")
 
     def _run(self, command: str, timeout: float, cwd: str, limit: int) -> dict[str, Any]:
         with self._exec_lock:
-            if self._closed:
-                raise SandboxError("the sandbox is closed")
+            self._check_open()
             try:
                 if self._runner is None:
-                    return exec_action(
-                        self.client, self.container_id, command, self.config, timeout, cwd, limit
+                    return engine_exec(
+                        self.client,
+                        self.container_id,
+                        command,
+                        self.config,
+                        timeout=timeout,
+                        cwd=cwd,
+                        limit=limit,
+                        kill=self._kill_unlocked,
                     )
-                request = {
-                    "command": command,
-                    "cwd": cwd,
-                    "env": self.config.env,
-                    "timeout": timeout,
-                    "limit": limit,
-                }
-                return self._runner.request(request, timeout + REPLY_GRACE)
+                request = {"command": command, "cwd": cwd, "env": self.config.env, "timeout": timeout}
+                return self._runner.run(request, timeout + REPLY_GRACE, limit)
             except SandboxError as exc:
                 if self._expired:
                     raise SandboxError(
@@ -150,20 +183,30 @@ class DockerSandbox:
                 raise
 
     def copy_in(self, src: Path, dest: str | None = None) -> None:
-        """Copy a host directory's contents (with .git) into the sandbox, owned by the sandbox user."""
+        """Copy a host directory's contents (with .git) into the sandbox, owned by the action user; size-capped."""
         target = dest or self.config.cwd
-        uid, gid = _ids(self.config.user)
-        # Unpacked into the parent under the target's name, so the target directory itself becomes the user's.
-        parent, name = posixpath.split(target.rstrip("/")) if target.strip("/") else ("/", ".")
+        cap = int(parse_bytes(self.config.copy_in_max_bytes))
         with tempfile.TemporaryFile() as archive:
-            _tar_directory(Path(src), name, archive, uid, gid)
+            _tar_directory(Path(src), archive, self._uid, self._gid, cap)
             archive.seek(0)
             with translated(self.config.image):
-                if not self.client.api.put_archive(self.container_id, parent or "/", archive):
+                if not self.client.api.put_archive(self.container_id, target, archive):
                     raise SandboxError(f"could not copy {src} into the sandbox at {target}")
         if target == self.config.cwd:
             head = self._run("git rev-parse --verify -q HEAD", 60, target, 1024)
-            self._base_commit = head["output"].strip() if head["returncode"] == 0 else ""
+            self._base_commit = head["output"].decode("ascii", "replace").strip() if head["returncode"] == 0 else ""
+
+    def export_tree(self, dest: Path, *, max_bytes: int) -> None:
+        """Extract the working directory into the new directory `dest` through the engine's archive API.
+
+        The sandbox's .git is left out (the host has its own). Links stay links and are never followed; hard
+        links become copies; devices, fifos and anything escaping `dest` are refused; past `max_bytes` (file
+        contents plus 512 bytes per entry) the export stops with a SandboxError.
+        """
+        self.end_processes()  # nothing may change the tree while it is read
+        with translated(self.config.image):
+            chunks, _ = self.client.api.get_archive(self.container_id, self.config.cwd.rstrip("/") + "/.")
+            extract_archive(chunks, dest, max_bytes=max_bytes, skip_top=(".git",))
 
     def diff(self) -> str:
         """The changes since `copy_in`: `git add -A && git diff --cached --binary` in the working directory.
@@ -174,11 +217,11 @@ class DockerSandbox:
         command = f"git add -A && git diff --cached {flags} {self._base_commit}"
         reply = self._run(command, max(self.config.timeout, DIFF_TIMEOUT), self.config.cwd, DIFF_LIMIT)
         if reply["timed_out"] or reply["error"] or reply["returncode"] != 0:
-            detail = reply["error"] or reply["output"][-2000:]
+            detail = reply["error"] or reply["output"][-2000:].decode("utf-8", "replace")
             raise SandboxError(f"could not take the diff from the sandbox: {detail}")
         if reply["truncated"]:
             raise SandboxError(f"the diff is larger than {DIFF_LIMIT >> 20} MiB")
-        diff: str = reply["output"]
+        diff: str = reply["output"].decode("utf-8", "surrogateescape")
         return diff
 
     def disconnect_network(self) -> None:
@@ -209,23 +252,21 @@ class DockerSandbox:
         if self._runner is not None:
             self._runner.close()
         force_remove(self.client, self.container_id)
+        if self._volume:
+            remove_volume(self.client, self._volume)
         if self._owns_client:
             self.client.close()
 
     def __enter__(self) -> DockerSandbox:
         return self
 
-    def __exit__(
-        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
         self.close()
 
     def _expire(self) -> None:
         """Wall-time deadline reached: kill the container (close() still removes it)."""
         self._expired = True
-        log.warning(
-            "sandbox.deadline", container=self.container_id[:12], seconds=self.config.wall_time_seconds
-        )
+        log.warning("sandbox.deadline", container=self.container_id[:12], seconds=self.config.wall_time_seconds)
         try:
             with translated(self.config.image):
                 self.client.api.kill(self.container_id)
@@ -233,19 +274,35 @@ class DockerSandbox:
             log.info("sandbox.deadline_kill_failed", error=str(exc))
 
 
-def _ids(user: str) -> tuple[int, int]:
-    """Numeric uid and gid of a `uid[:gid]` user spec; names (not resolvable from the host) map to 1000."""
-    uid, _, gid = user.partition(":")
-    as_int = [int(part) if part.isdigit() else 1000 for part in (uid, gid or uid)]
-    return as_int[0], as_int[1]
+def _result(reply: dict[str, Any], command: str, seconds: float) -> ExecResult:
+    """An ExecResult from a runner- or engine-shaped reply (output as bytes, already capped)."""
+    raw: bytes = reply["output"]
+    output = raw.decode("utf-8", "replace")
+    extra: dict[str, Any] = {}
+    if reply["truncated"]:
+        extra = {"truncated": True, "output_bytes": reply["size"]}
+        output += TRUNCATED.format(kept=len(raw), seen=reply["size"])
+    if reply["timed_out"]:
+        info = (
+            f"The command timed out after {seconds:g} seconds and was killed, with every process it started: {command}"
+        )
+        return ExecResult(output, -1, info, extra)
+    if reply["error"]:
+        return ExecResult(output, -1, f"The command could not be run: {reply['error']}", extra)
+    return ExecResult(output, reply["returncode"], "", extra)
 
 
-def _tar_directory(src: Path, name: str, out: IO[bytes], uid: int, gid: int) -> None:
-    """Write a tar of `src` (its top directory renamed `name`) with every entry owned by uid:gid."""
+def _tar_directory(src: Path, out: IO[bytes], uid: int, gid: int, cap: int) -> None:
+    """Write a tar of `src`'s contents with every entry owned by uid:gid; SandboxError past `cap` bytes."""
+    total = 0
 
     def owned(info: tarfile.TarInfo) -> tarfile.TarInfo:
+        nonlocal total
+        total += info.size + tarfile.BLOCKSIZE
+        if total > cap:
+            raise SandboxError(f"the checkout is larger than the sandbox's copy-in limit of {cap} bytes")
         info.uid, info.gid, info.uname, info.gname = uid, gid, "", ""
         return info
 
     with tarfile.open(fileobj=out, mode="w") as tar:
-        tar.add(str(src), arcname=name, filter=owned)
+        tar.add(str(src), arcname=".", filter=owned)

@@ -14,6 +14,7 @@ import docker
 import requests
 import structlog
 from docker.errors import APIError, DockerException, ImageNotFound, NotFound
+from docker.utils import parse_bytes
 
 from sandbox.base import EngineUnavailable, ImageMissing, SandboxConfig, SandboxError
 
@@ -21,6 +22,15 @@ LABEL = "mini-fix"
 RUN_ID_LABEL = "mini-fix.run-id"
 JOB_ID_LABEL = "mini-fix.job-id"
 DEADLINE_LABEL = "mini-fix.deadline"
+# What the runner (root in the container, every other process is the action uid) keeps; nothing else is kept.
+# SETUID/SETGID: start each action as the action uid and kill by uid from a helper that takes it. SETPCAP: empty
+# the bounding set the actions inherit. Not KILL, DAC_* or CHOWN: the runner never signals or reads across uids.
+# The actions cannot use these: the kernel clears the permitted and effective sets when a process's uids all
+# become non-zero, ambient and inheritable sets are empty, and no-new-privileges stops setuid binaries and file
+# capabilities from giving anything back at exec. A non-root `docker exec` gets an empty effective set too.
+RUNNER_CAPS = ["SETUID", "SETGID", "SETPCAP"]
+CONTAINER_USER = "0:0"  # the main process (sleep) is not the action uid, so killing that uid never ends it
+WORKDIR_TMPFS = "nosuid,nodev"
 
 log = structlog.get_logger(__name__)
 
@@ -30,15 +40,12 @@ def _engine_address() -> str:
 
 
 def _unavailable(exc: Exception, image: str) -> SandboxError:
-    return EngineUnavailable(
-        f"no Docker engine at {_engine_address()}; start dockerd or set DOCKER_HOST ({exc})"
-    )
+    return EngineUnavailable(f"no Docker engine at {_engine_address()}; start dockerd or set DOCKER_HOST ({exc})")
 
 
 def _missing(exc: Exception, image: str) -> SandboxError:
     return ImageMissing(
-        f"sandbox image {image!r} not found; run scripts/ensure-docker.sh "
-        f"or docker build -t {image} sandbox/image"
+        f"sandbox image {image!r} not found; run scripts/ensure-docker.sh or docker build -t {image} sandbox/image"
     )
 
 
@@ -77,68 +84,89 @@ def connect() -> docker.DockerClient:
 
 
 def create_container(
-    client: docker.DockerClient, config: SandboxConfig, run_id: str, labels: dict[str, str]
-) -> str:
-    """Create (not start) a run's container, every limit applied; its main process ends at its deadline."""
+    client: docker.DockerClient,
+    config: SandboxConfig,
+    run_id: str,
+    labels: dict[str, str],
+    network: str = "none",
+) -> tuple[str, str]:
+    """Create (not start) a run's container and its workdir volume, every limit applied; (container id, volume).
+
+    Its main process ends at its deadline.
+    """
     api = client.api
-    host_config = api.create_host_config(
-        network_mode="bridge" if config.network else "none",
-        mem_limit=config.memory,
-        memswap_limit=config.memory,
+    name = f"mini-fix-{_slug(run_id)}-{uuid.uuid4().hex[:6]}"
+    deadline = int(time.time()) + config.wall_time_seconds
+    all_labels = {**labels, LABEL: "1", RUN_ID_LABEL: run_id, DEADLINE_LABEL: str(deadline)}
+    with translated(config.image):
+        create_workdir_volume(client, name, config, all_labels)
+        try:
+            created = api.create_container(
+                config.image,
+                entrypoint=["sleep"],
+                command=[str(config.wall_time_seconds)],
+                name=name,
+                user=CONTAINER_USER,
+                working_dir=config.cwd,
+                labels=all_labels,
+                host_config=_host_config(api, config, name, network),
+            )
+        except BaseException:
+            remove_volume(client, name)
+            raise
+    container_id: str = created["Id"]
+    return container_id, name
+
+
+def _host_config(api: Any, config: SandboxConfig, volume: str, network: str) -> Any:
+    """Every limit: memory (with the tmpfs sizes added), CPUs, pids, capabilities, a read-only image."""
+    limit = memory_limit(config)
+    scratch = f"size={parse_bytes(config.scratch_disk)},mode=1777,nosuid,nodev,exec"
+    return api.create_host_config(
+        network_mode=network,
+        mem_limit=limit,
+        memswap_limit=limit,
         nano_cpus=int(config.cpus * 1e9),
         pids_limit=config.pids_limit,
         cap_drop=["ALL"],
+        cap_add=RUNNER_CAPS,
         security_opt=["no-new-privileges"],
         init=True,
         runtime=config.runtime,
+        read_only=True,
+        binds={volume: {"bind": config.cwd, "mode": "rw"}},
+        tmpfs={path: scratch for path in config.scratch_paths},
     )
-    deadline = int(time.time()) + config.wall_time_seconds
-    with translated(config.image):
-        created = api.create_container(
-            config.image,
-            entrypoint=["sleep"],
-            command=[str(config.wall_time_seconds)],
-            name=f"mini-fix-{_slug(run_id)}-{uuid.uuid4().hex[:6]}",
-            user=config.user,
-            working_dir=config.cwd,
-            labels={**labels, LABEL: "1", RUN_ID_LABEL: run_id, DEADLINE_LABEL: str(deadline)},
-            host_config=host_config,
-        )
-    container_id: str = created["Id"]
-    return container_id
 
 
-def exec_action(
-    client: docker.DockerClient,
-    container_id: str,
-    command: str,
-    config: SandboxConfig,
-    timeout: float,
-    cwd: str,
-    limit: int,
-) -> dict[str, Any]:
-    """One action by `docker exec`, for images without python3: `timeout -s KILL` kills it inside.
+def memory_limit(config: SandboxConfig) -> int:
+    """The container's memory limit: processes, plus the working directory and scratch tmpfs they may fill."""
+    scratch = parse_bytes(config.scratch_disk) * len(config.scratch_paths)
+    return int(parse_bytes(config.memory)) + int(parse_bytes(config.disk)) + int(scratch)
 
-    Returns the runner's reply shape. Slower (one exec per action) but the same semantics.
+
+def create_workdir_volume(
+    client: docker.DockerClient, name: str, config: SandboxConfig, labels: dict[str, str]
+) -> None:
+    """A tmpfs volume of `config.disk` bytes for the working directory, owned by the action user.
+
+    A volume and not `--tmpfs`: the engine's archive API (copy in, export) reads and writes volumes but not
+    tmpfs mounts, and refuses anything else on a read-only image.
     """
-    # Docker keeps the exec's stderr apart (and unordered against stdout): merge it before the command starts.
-    merged = ["bash", "-c", 'exec 2>&1; exec bash -c "$1"', "bash", command]
-    wrapped = ["timeout", "-s", "KILL", str(max(1, round(timeout))), *merged]
-    began = time.monotonic()
-    with translated(config.image):
-        exec_id = client.api.exec_create(
-            container_id, wrapped, user=config.user, workdir=cwd, environment=config.env
-        )["Id"]
-        raw: bytes = client.api.exec_start(exec_id)
-        code: int = client.api.exec_inspect(exec_id)["ExitCode"]
-    timed_out = code == 137 and time.monotonic() - began >= timeout - 0.5
-    return {
-        "output": raw[:limit].decode("utf-8", "surrogateescape"),
-        "returncode": code,
-        "timed_out": timed_out,
-        "truncated": len(raw) > limit,
-        "error": "",
-    }
+    uid, gid = action_ids(config.user)
+    options = f"size={parse_bytes(config.disk)},uid={uid},gid={gid},mode=0755,{WORKDIR_TMPFS}"
+    client.api.create_volume(
+        name, driver="local", driver_opts={"type": "tmpfs", "device": "tmpfs", "o": options}, labels=labels
+    )
+
+
+def action_ids(user: str) -> tuple[int, int]:
+    """Numeric uid and gid of a `uid[:gid]` user spec; root or a name is refused (the runner must differ)."""
+    uid, _, gid = user.partition(":")
+    gid = gid or uid
+    if not (uid.isdigit() and gid.isdigit()) or int(uid) == 0:
+        raise SandboxError(f"the sandbox user must be a numeric non-root uid[:gid], not {user!r}")
+    return int(uid), int(gid)
 
 
 def force_remove(client: docker.DockerClient, container_id: str) -> bool:
@@ -153,12 +181,28 @@ def force_remove(client: docker.DockerClient, container_id: str) -> bool:
     return True
 
 
+def remove_volume(client: docker.DockerClient, name: str) -> bool:
+    """Remove a run's volume (after its container); False (logged) when that failed other than by it being gone."""
+    try:
+        client.api.remove_volume(name, force=True)
+    except NotFound:
+        return True
+    except (DockerException, requests.exceptions.RequestException) as exc:
+        log.warning("sandbox.volume_remove_failed", volume=name, error=str(exc))
+        return False
+    return True
+
+
 def sweep(client: docker.DockerClient | None = None, *, now: float | None = None) -> int:
-    """Force-remove mini-fix containers whose deadline has passed (crash cleanup); returns how many."""
+    """Force-remove mini-fix containers (and their volumes) whose deadline has passed; returns how many containers."""
     client = client or connect()
     now = time.time() if now is None else now
     expired = [c["Id"] for c in _ours(client, f"{LABEL}=1") if _deadline(c) < now]
-    return sum(force_remove(client, container_id) for container_id in expired)
+    removed = sum(force_remove(client, container_id) for container_id in expired)
+    for volume in _our_volumes(client, f"{LABEL}=1"):
+        if _deadline(volume) < now:
+            remove_volume(client, volume["Name"])
+    return removed
 
 
 def remove_run_containers(run_id: str, client: docker.DockerClient | None = None) -> int:
@@ -169,12 +213,21 @@ def remove_run_containers(run_id: str, client: docker.DockerClient | None = None
 def remove_labelled(label: str, value: str, client: docker.DockerClient | None = None) -> int:
     """Force-remove every mini-fix container whose `label` is `value` (e.g. a dead worker's job)."""
     client = client or connect()
-    return sum(force_remove(client, c["Id"]) for c in _ours(client, f"{label}={value}"))
+    removed = sum(force_remove(client, c["Id"]) for c in _ours(client, f"{label}={value}"))
+    for volume in _our_volumes(client, f"{label}={value}"):
+        remove_volume(client, volume["Name"])
+    return removed
 
 
 def _ours(client: docker.DockerClient, label: str) -> list[dict[str, Any]]:
     with translated():
         found: list[dict[str, Any]] = client.api.containers(all=True, filters={"label": label})
+    return found
+
+
+def _our_volumes(client: docker.DockerClient, label: str) -> list[dict[str, Any]]:
+    with translated():
+        found: list[dict[str, Any]] = client.api.volumes(filters={"label": label}).get("Volumes") or []
     return found
 
 

@@ -1,16 +1,24 @@
 """In-container runner: one long-lived process that runs each requested command in a fresh `bash -c`.
 
-The host sends this file's source to `python3` over an exec's stdin (so any image with python3 works), then
-speaks JSON lines: a request `{"command", "cwd", "env", "timeout", "limit"}` gets one reply
-`{"output", "returncode", "timed_out", "truncated", "error"}`. Each command runs in its own session; at its
-timeout the whole session is killed from in here. Standard library only, Python 3.7+ (images carry old ones).
+The host sends this file's source to `python3` over an exec's stdin (so any image with python3 works) and
+starts it as root with the action uid/gid as arguments. It speaks JSON lines: a request `{"id", "op": "run",
+"command", "cwd", "env", "timeout", "limit"}` gets one reply `{"id", "output_b64", "size", "returncode",
+"timed_out", "truncated", "error"}`; `{"id", "op": "reap"}` kills every process of the action uid.
+
+Each command runs under the action uid, which cannot signal, ptrace or open the fds of this root process, so
+nothing an action does can write to the channel. At a timeout every process of that uid dies (so `setsid -f`
+children too), killed from a helper that itself takes the action uid. Standard library only, Python 3.7+.
 """
 
 from __future__ import annotations
 
+import base64
 import contextlib
+import ctypes
+import errno
 import json
 import os
+import pwd
 import select
 import signal
 import subprocess
@@ -20,40 +28,88 @@ from typing import IO, Any
 
 FORK_RETRY_SECONDS = 5.0
 DRAIN_SECONDS = 0.5
+KILL_ROUNDS = 200
+PR_CAPBSET_DROP = 24
 
 
 def main() -> None:
-    """Answer requests from stdin until it closes."""
+    """Drop what the actions must never get, then answer requests from stdin until it closes."""
+    uid, gid = int(sys.argv[1]), int(sys.argv[2])
     out = sys.stdout.buffer
-    reply(out, {"ready": True, "pid": os.getpid()})
+    problem = confine(uid)
+    if problem:
+        reply(out, {"ready": False, "error": problem})
+        return
+    reply(out, {"ready": True, "pid": os.getpid(), "uid": uid})
+    env = action_env(uid)
     for line in sys.stdin.buffer:
-        try:
-            answer = run(json.loads(line))
-        except Exception as exc:  # one bad request must not take the runner down with it
-            answer = failed(f"bad request: {exc!r}")
+        answer = handle(line, uid, gid, env)
         reply(out, answer)
 
 
+def confine(uid: int) -> str:
+    """Empty the capability bounding set the actions inherit; a reason when this process cannot run them."""
+    if os.geteuid() != 0 or uid == 0:
+        return f"the runner must be root and the actions another uid (runner {os.geteuid()}, actions {uid})"
+    libc = ctypes.CDLL(None, use_errno=True)
+    cap = 0
+    while libc.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) == 0 or ctypes.get_errno() != errno.EINVAL:
+        if ctypes.get_errno() == errno.EPERM:
+            return "the runner lacks CAP_SETPCAP to empty the actions' capability bounding set"
+        cap += 1
+    return ""
+
+
+def action_env(uid: int) -> dict[str, str]:
+    """The environment a login as the action uid would get (not the runner's HOME=/root)."""
+    env = dict(os.environ)
+    try:
+        entry = pwd.getpwuid(uid)
+    except KeyError:
+        env["HOME"] = "/tmp"
+        return env
+    env.update(HOME=entry.pw_dir, USER=entry.pw_name, LOGNAME=entry.pw_name)
+    return env
+
+
+def handle(line: bytes, uid: int, gid: int, env: dict[str, str]) -> dict[str, Any]:
+    """One request's reply; a bad request must not take the runner down with it."""
+    request_id = ""
+    try:
+        request = json.loads(line)
+        request_id = str(request["id"])
+        if request.get("op") == "reap":
+            kill_uid(uid)
+            answer = {"reaped": True, "error": ""}
+        else:
+            answer = run(request, uid, gid, env)
+    except Exception as exc:
+        answer = failed(f"bad request: {exc!r}")
+    answer["id"] = request_id
+    return answer
+
+
 def reply(out: IO[bytes], message: dict[str, Any]) -> None:
-    """Write one JSON line (ASCII; undecodable output bytes travel as surrogate escapes)."""
+    """Write one JSON line."""
     out.write(json.dumps(message).encode("ascii") + b"\n")
     out.flush()
 
 
-def run(request: dict[str, Any]) -> dict[str, Any]:
-    """Run one command and collect its combined output, killing its session at the timeout."""
-    env = dict(os.environ)
+def run(request: dict[str, Any], uid: int, gid: int, base_env: dict[str, str]) -> dict[str, Any]:
+    """Run one command as the action uid and collect its combined output, killing the uid's processes at the timeout."""
+    env = dict(base_env)
     env.update(request.get("env") or {})
     try:
-        proc = spawn(request["command"], request["cwd"], env)
-    except (OSError, ValueError) as exc:  # e.g. a missing cwd, or a NUL byte in the command
+        proc = spawn(request["command"], request["cwd"], env, uid, gid)
+    except (OSError, ValueError, subprocess.SubprocessError) as exc:  # a missing cwd, a NUL byte in the command
         return failed(f"could not start the command: {exc}")
-    output, truncated, timed_out = collect(proc, float(request["timeout"]), int(request["limit"]))
+    output, size, timed_out = collect(proc, float(request["timeout"]), int(request["limit"]), uid)
     return {
-        "output": output.decode("utf-8", "surrogateescape"),
+        "output_b64": base64.b64encode(output).decode("ascii"),
+        "size": size,
         "returncode": shell_code(proc.returncode),
         "timed_out": timed_out,
-        "truncated": truncated,
+        "truncated": size > len(output),
         "error": "",
     }
 
@@ -65,11 +121,26 @@ def shell_code(returncode: int) -> int:
 
 def failed(message: str) -> dict[str, Any]:
     """The reply for a request that could not be run at all."""
-    return {"output": message, "returncode": -1, "timed_out": False, "truncated": False, "error": message}
+    encoded = base64.b64encode(message.encode("utf-8", "replace")).decode("ascii")
+    return {
+        "output_b64": encoded,
+        "size": 0,
+        "returncode": -1,
+        "timed_out": False,
+        "truncated": False,
+        "error": message,
+    }
 
 
-def spawn(command: str, cwd: str, env: dict[str, str]) -> subprocess.Popen[bytes]:
-    """Start `bash -c command` in a new session; retry while a pids limit refuses the fork."""
+def drop_to(uid: int, gid: int) -> None:
+    """In the child, before exec: no supplementary groups, then gid, then uid (which clears every capability)."""
+    os.setgroups([])
+    os.setgid(gid)
+    os.setuid(uid)
+
+
+def spawn(command: str, cwd: str, env: dict[str, str], uid: int, gid: int) -> subprocess.Popen[bytes]:
+    """Start `bash -c command` as the action uid in a new session; retry while a pids limit refuses the fork."""
     give_up = time.monotonic() + FORK_RETRY_SECONDS
     while True:
         try:
@@ -81,6 +152,7 @@ def spawn(command: str, cwd: str, env: dict[str, str]) -> subprocess.Popen[bytes
                 stdout=subprocess.PIPE,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,
+                preexec_fn=lambda: drop_to(uid, gid),  # safe: this process has a single thread
             )
         except BlockingIOError:
             if time.monotonic() > give_up:
@@ -88,13 +160,12 @@ def spawn(command: str, cwd: str, env: dict[str, str]) -> subprocess.Popen[bytes
             time.sleep(0.05)
 
 
-def collect(proc: subprocess.Popen[bytes], timeout: float, limit: int) -> tuple[bytes, bool, bool]:
-    """Read output until EOF and exit, or until the deadline; returns (output, truncated, timed_out)."""
+def collect(proc: subprocess.Popen[bytes], timeout: float, limit: int, uid: int) -> tuple[bytes, int, bool]:
+    """Read output until EOF and exit, or until the deadline; returns (kept output, bytes seen, timed_out)."""
     assert proc.stdout is not None
     deadline = time.monotonic() + timeout
-    chunks: list[bytes] = []
-    kept = 0
-    truncated = False
+    kept = bytearray()
+    seen = 0
     fd = proc.stdout.fileno()
     while True:
         data = read_until(fd, deadline)
@@ -106,16 +177,16 @@ def collect(proc: subprocess.Popen[bytes], timeout: float, limit: int) -> tuple[
             except subprocess.TimeoutExpired:
                 break
             proc.stdout.close()
-            return b"".join(chunks), truncated, False
-        room = max(0, limit - kept)
-        chunks.append(data[:room])
-        kept += min(room, len(data))
-        truncated = truncated or len(data) > room
-    kill_session(proc.pid)
+            return bytes(kept), seen, False
+        seen += len(data)
+        kept += data[: max(0, limit - len(kept))]
+    kill_uid(uid)
     proc.wait()
-    tail = drain(fd, max(0, limit - kept))
+    tail = drain(fd)
+    seen += len(tail)
+    kept += tail[: max(0, limit - len(kept))]
     proc.stdout.close()
-    return b"".join(chunks) + tail, truncated, True
+    return bytes(kept), seen, True
 
 
 def read_until(fd: int, deadline: float) -> bytes | None:
@@ -129,45 +200,64 @@ def read_until(fd: int, deadline: float) -> bytes | None:
     return os.read(fd, 65536)
 
 
-def drain(fd: int, room: int) -> bytes:
-    """What the killed command had already written, without waiting on anything that escaped the kill."""
+def drain(fd: int) -> bytes:
+    """What the killed command had already written, without waiting long on anything."""
     chunks: list[bytes] = []
     deadline = time.monotonic() + DRAIN_SECONDS
     while True:
         data = read_until(fd, deadline)
         if not data:
-            return b"".join(chunks)[:room]
+            return b"".join(chunks)
         chunks.append(data)
 
 
-def kill_session(sid: int) -> None:
-    """SIGKILL every live process of the session `sid` (its process group first, then stragglers)."""
-    for _ in range(50):
-        with contextlib.suppress(OSError):
-            os.killpg(sid, signal.SIGKILL)
-        members = session_members(sid)
-        if not members:
-            return
-        for pid in members:
-            with contextlib.suppress(OSError):
-                os.kill(pid, signal.SIGKILL)
-        time.sleep(0.01)
+def kill_uid(uid: int) -> None:
+    """SIGKILL every process of `uid`, whatever session or group it moved to.
+
+    A helper child takes the uid and calls kill(-1): the kernel signals every process that uid may signal
+    (all of its own, never this root process) in one pass that new forks cannot slip past.
+    """
+    child = os.fork()
+    if child == 0:
+        code = 1
+        try:
+            os.setgroups([])
+            os.setuid(uid)
+            code = 0 if kill_all_of_mine() else 2
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(child, 0)
+    if os.WEXITSTATUS(status) != 0:
+        raise RuntimeError(f"could not kill the processes of uid {uid} (status {status})")
 
 
-def session_members(sid: int) -> list[int]:
-    """Live (non-zombie) processes whose session id is `sid`, read from /proc."""
-    members = []
+def kill_all_of_mine() -> bool:
+    """kill(-1, SIGKILL) until no live process of this uid but this one is left."""
+    me = os.getpid()
+    for _ in range(KILL_ROUNDS):
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(-1, signal.SIGKILL)
+        if not live_processes(os.getuid(), me):
+            return True
+        time.sleep(0.005)
+    return False
+
+
+def live_processes(uid: int, me: int) -> list[int]:
+    """Live (non-zombie) processes owned by `uid`, other than `me`, read from /proc."""
+    found = []
     for name in os.listdir("/proc"):
-        if not name.isdigit():
+        if not name.isdigit() or int(name) == me:
             continue
         try:
+            owner = os.stat(f"/proc/{name}").st_uid
             with open(f"/proc/{name}/stat", "rb") as stat:
-                fields = stat.read().rsplit(b")", 1)[1].split()
+                state = stat.read().rsplit(b")", 1)[1].split()[0]
         except (OSError, IndexError):
             continue
-        if fields[0] != b"Z" and int(fields[3]) == sid:
-            members.append(int(name))
-    return members
+        if owner == uid and state != b"Z":
+            found.append(int(name))
+    return found
 
 
 if __name__ == "__main__":
