@@ -37,8 +37,8 @@ class SandboxConfig(BaseModel):
     timeout: int = 60
     """Seconds one action may run before it is killed inside the container."""
     memory: str = "2g"
-    """Memory for processes; the container's limit adds `disk` and the scratch sizes (tmpfs pages count as memory)."""
-    disk: str = "2g"
+    """Memory limit (swap set equal): processes and the files in the tmpfs workdir and scratch dirs count together."""
+    disk: str = "1g"
     """Size of the working directory (a tmpfs volume); writes past it fail with ENOSPC. The image is read-only."""
     scratch_disk: str = "256m"
     """Size of each scratch tmpfs (`scratch_paths`), the only other writable places."""

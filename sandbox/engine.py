@@ -119,8 +119,9 @@ def create_container(
 
 
 def _host_config(api: Any, config: SandboxConfig, volume: str, network: str) -> Any:
-    """Every limit: memory (with the tmpfs sizes added), CPUs, pids, capabilities, a read-only image."""
-    limit = memory_limit(config)
+    """Every limit: memory (tmpfs included), CPUs, pids, capabilities, a read-only image with tmpfs to write."""
+    # One limit for everything: tmpfs pages are charged to the memory cgroup, so RAM never exceeds `memory`.
+    limit = config.memory
     scratch = f"size={parse_bytes(config.scratch_disk)},mode=1777,nosuid,nodev,exec"
     return api.create_host_config(
         network_mode=network,
@@ -137,12 +138,6 @@ def _host_config(api: Any, config: SandboxConfig, volume: str, network: str) -> 
         binds={volume: {"bind": config.cwd, "mode": "rw"}},
         tmpfs={path: scratch for path in config.scratch_paths},
     )
-
-
-def memory_limit(config: SandboxConfig) -> int:
-    """The container's memory limit: processes, plus the working directory and scratch tmpfs they may fill."""
-    scratch = parse_bytes(config.scratch_disk) * len(config.scratch_paths)
-    return int(parse_bytes(config.memory)) + int(parse_bytes(config.disk)) + int(scratch)
 
 
 def create_workdir_volume(

@@ -7,7 +7,7 @@ starts it as root with the action uid/gid as arguments. It speaks JSON lines: a 
 
 Each command runs under the action uid, which cannot signal, ptrace or open the fds of this root process, so
 nothing an action does can write to the channel. At a timeout every process of that uid dies (so `setsid -f`
-children too), killed from a helper that itself takes the action uid. Standard library only, Python 3.7+.
+children too): the runner briefly takes the action uid and calls kill(-1). Standard library only, Python 3.7+.
 """
 
 from __future__ import annotations
@@ -214,21 +214,19 @@ def drain(fd: int) -> bytes:
 def kill_uid(uid: int) -> None:
     """SIGKILL every process of `uid`, whatever session or group it moved to.
 
-    A helper child takes the uid and calls kill(-1): the kernel signals every process that uid may signal
-    (all of its own, never this root process) in one pass that new forks cannot slip past.
+    This process takes the uid as its real and effective uid (keeping 0 as its saved uid to come back) and calls
+    kill(-1): the kernel signals every process that uid may signal, in one pass new forks cannot slip past, and
+    nothing else (the runner and the container's main process are uid 0 for real). No fork: a fork bomb at the
+    pids limit must not stop its own killing. Actions still cannot open this process's fds meanwhile (that
+    needs every uid of it to match, and its saved uid stays 0).
     """
-    child = os.fork()
-    if child == 0:
-        code = 1
-        try:
-            os.setgroups([])
-            os.setuid(uid)
-            code = 0 if kill_all_of_mine() else 2
-        finally:
-            os._exit(code)
-    _, status = os.waitpid(child, 0)
-    if os.WEXITSTATUS(status) != 0:
-        raise RuntimeError(f"could not kill the processes of uid {uid} (status {status})")
+    os.setresuid(uid, uid, 0)
+    try:
+        done = kill_all_of_mine()
+    finally:
+        os.setresuid(0, 0, 0)
+    if not done:
+        raise RuntimeError(f"processes of uid {uid} survived {KILL_ROUNDS} rounds of SIGKILL")
 
 
 def kill_all_of_mine() -> bool:

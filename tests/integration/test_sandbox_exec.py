@@ -52,8 +52,10 @@ def test_a_command_that_closes_its_output_but_keeps_running_still_times_out(sand
 
 def test_output_past_the_limit_is_cut_and_flagged(sandbox: DockerSandbox) -> None:
     result = sandbox.execute(f"head -c {OUTPUT_LIMIT + 1000} /dev/zero | tr '\\0' a; echo; exit 4")
-    assert len(result.output) == OUTPUT_LIMIT
-    assert result.extra == {"truncated": True}
+    kept, marker = result.output[:OUTPUT_LIMIT], result.output[OUTPUT_LIMIT:]
+    assert set(kept) == {"a"}
+    assert marker == f"\n[mini-fix: output truncated: kept the first {OUTPUT_LIMIT} of {OUTPUT_LIMIT + 1001} bytes]"
+    assert result.extra == {"truncated": True, "output_bytes": OUTPUT_LIMIT + 1001}
     assert result.returncode == 4
 
 
@@ -71,9 +73,18 @@ def test_a_command_that_cannot_start_is_reported_and_the_sandbox_goes_on(sandbox
     assert result.output == "/home/agent\ncat\n"
 
 
+def test_an_action_cannot_kill_the_runner(sandbox: DockerSandbox) -> None:
+    result = sandbox.execute("kill -9 $PPID")
+    assert result.returncode == 1 and "Operation not permitted" in result.output
+    assert sandbox.execute("echo alive").output == "alive\n"
+
+
 def test_a_dead_runner_is_an_error_not_a_hang(sandbox: DockerSandbox) -> None:
+    api = sandbox.client.api
+    killer = api.exec_create(sandbox.container_id, ["pkill", "-9", "-f", "mini-fix/runner"], user="0:0")["Id"]
+    api.exec_start(killer)
     with pytest.raises(SandboxError, match="runner stopped"):
-        sandbox.execute("kill -9 $PPID; sleep 5")
+        sandbox.execute("sleep 5")
 
 
 def test_template_vars_describe_the_sandbox(sandbox: DockerSandbox) -> None:
