@@ -56,6 +56,8 @@ class SandboxConfig(BaseModel):
     """Host names the setup proxy lets through (a leading dot allows subdomains); all else is refused."""
     setup_upstream_network: str = "bridge"
     """Engine network the setup proxy reaches the allowed hosts through."""
+    setup_proxy_image: str = "mini-fix-proxy:latest"
+    """Image of the setup proxy (Debian's squid; built by scripts/ensure-docker.sh from sandbox/proxy)."""
     wall_time_seconds: int = 3600
     """The container is killed this many seconds after it starts, whatever it is doing."""
     user: str = "1000:1000"

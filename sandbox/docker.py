@@ -6,7 +6,6 @@ import tarfile
 import tempfile
 import threading
 import time
-from collections.abc import Callable
 from pathlib import Path
 from types import TracebackType
 from typing import IO, Any
@@ -18,6 +17,9 @@ from docker.utils import parse_bytes
 from sandbox.base import ExecResult, SandboxConfig, SandboxError
 from sandbox.channel import RunnerChannel, RunnerUnavailable
 from sandbox.engine import (
+    DEADLINE_LABEL,
+    LABEL,
+    RUN_ID_LABEL,
     action_ids,
     connect,
     create_container,
@@ -29,6 +31,7 @@ from sandbox.engine import (
 )
 from sandbox.engine_exec import engine_exec, kill_by_engine
 from sandbox.export import extract_archive
+from sandbox.setup_proxy import SetupProxy
 
 __all__ = ["DockerSandbox", "remove_run_containers", "sweep"]
 
@@ -69,6 +72,7 @@ class DockerSandbox:
         self._uname: dict[str, str] = {}
         self._uid, self._gid = action_ids(config.user)
         self._volume = ""
+        self._proxy: SetupProxy | None = None
         self._timer = threading.Timer(config.wall_time_seconds, self._expire)
         self._timer.daemon = True
 
@@ -85,15 +89,21 @@ class DockerSandbox:
         """Create and start the run's container and its runner; raises EngineUnavailable / ImageMissing."""
         owns_client = client is None
         client = client or connect()
+        proxy = None
         try:
-            container_id, volume = create_container(client, config, run_id, labels or {})
+            if config.network:
+                proxy = SetupProxy.start(client, config, _labels(config, run_id, labels))
+            network = proxy.network if proxy else "none"
+            container_id, volume = create_container(client, config, run_id, labels or {}, network)
         except BaseException:
+            if proxy:
+                proxy.close()
             if owns_client:
                 client.close()
             raise
         sandbox = cls(client, container_id, config, on_exec)
         sandbox._owns_client = owns_client
-        sandbox._volume = volume
+        sandbox._volume, sandbox._proxy = volume, proxy
         try:
             sandbox._boot()
         except BaseException:
@@ -105,6 +115,8 @@ class DockerSandbox:
         with translated(self.config.image):
             self.client.api.start(self.container_id)
         self._timer.start()
+        if self._proxy is not None:
+            self._proxy.pin(self.config, self.container_id, {LABEL: "1"})
         try:
             with translated(self.config.image):
                 self._runner = RunnerChannel.open(
@@ -173,7 +185,8 @@ class DockerSandbox:
                         limit=limit,
                         kill=self._kill_unlocked,
                     )
-                request = {"command": command, "cwd": cwd, "env": self.config.env, "timeout": timeout}
+                env = {**self.config.env, **(self._proxy.env() if self._proxy else {})}
+                request = {"command": command, "cwd": cwd, "env": env, "timeout": timeout}
                 return self._runner.run(request, timeout + REPLY_GRACE, limit)
             except SandboxError as exc:
                 if self._expired:
@@ -225,7 +238,7 @@ class DockerSandbox:
         return diff
 
     def disconnect_network(self) -> None:
-        """Remove the container from every network it is on (a setup phase had one); loopback stays."""
+        """End the setup phase: off every network (loopback stays), every setup process killed, the proxy gone."""
         with translated(self.config.image):
             networks = self.client.api.inspect_container(self.container_id)["NetworkSettings"]["Networks"] or {}
             for name in networks:
@@ -233,6 +246,10 @@ class DockerSandbox:
             left = self.client.api.inspect_container(self.container_id)["NetworkSettings"]["Networks"] or {}
         if left:
             raise SandboxError(f"the sandbox is still on networks {sorted(left)} after disconnecting them")
+        self.end_processes()  # a daemon started during setup must not live on into the agent's phase
+        if self._proxy is not None:
+            self._proxy.close()
+            self._proxy = None
 
     def template_vars(self) -> dict[str, Any]:
         """Variables for prompt templates: system, release, version, machine (of the sandbox), cwd."""
@@ -254,6 +271,8 @@ class DockerSandbox:
         force_remove(self.client, self.container_id)
         if self._volume:
             remove_volume(self.client, self._volume)
+        if self._proxy is not None:
+            self._proxy.close()
         if self._owns_client:
             self.client.close()
 
@@ -272,6 +291,12 @@ class DockerSandbox:
                 self.client.api.kill(self.container_id)
         except SandboxError as exc:
             log.info("sandbox.deadline_kill_failed", error=str(exc))
+
+
+def _labels(config: SandboxConfig, run_id: str, labels: dict[str, str] | None) -> dict[str, str]:
+    """The labels a run's helpers (proxy, network) carry, so crash cleanup finds them with the container."""
+    deadline = int(time.time()) + config.wall_time_seconds
+    return {**(labels or {}), RUN_ID_LABEL: run_id, DEADLINE_LABEL: str(deadline)}
 
 
 def _result(reply: dict[str, Any], command: str, seconds: float) -> ExecResult:

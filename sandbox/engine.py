@@ -188,6 +188,18 @@ def remove_volume(client: docker.DockerClient, name: str) -> bool:
     return True
 
 
+def remove_network(client: docker.DockerClient, name: str) -> bool:
+    """Remove a run's setup network (after its containers); False (logged) when that failed."""
+    try:
+        client.api.remove_network(name)
+    except NotFound:
+        return True
+    except (DockerException, requests.exceptions.RequestException) as exc:
+        log.warning("sandbox.network_remove_failed", network=name, error=str(exc))
+        return False
+    return True
+
+
 def sweep(client: docker.DockerClient | None = None, *, now: float | None = None) -> int:
     """Force-remove mini-fix containers (and their volumes) whose deadline has passed; returns how many containers."""
     client = client or connect()
@@ -197,6 +209,9 @@ def sweep(client: docker.DockerClient | None = None, *, now: float | None = None
     for volume in _our_volumes(client, f"{LABEL}=1"):
         if _deadline(volume) < now:
             remove_volume(client, volume["Name"])
+    for network in _our_networks(client, f"{LABEL}=1"):
+        if _deadline(network) < now:
+            remove_network(client, network["Name"])
     return removed
 
 
@@ -211,6 +226,8 @@ def remove_labelled(label: str, value: str, client: docker.DockerClient | None =
     removed = sum(force_remove(client, c["Id"]) for c in _ours(client, f"{label}={value}"))
     for volume in _our_volumes(client, f"{label}={value}"):
         remove_volume(client, volume["Name"])
+    for network in _our_networks(client, f"{label}={value}"):
+        remove_network(client, network["Name"])
     return removed
 
 
@@ -223,6 +240,12 @@ def _ours(client: docker.DockerClient, label: str) -> list[dict[str, Any]]:
 def _our_volumes(client: docker.DockerClient, label: str) -> list[dict[str, Any]]:
     with translated():
         found: list[dict[str, Any]] = client.api.volumes(filters={"label": label}).get("Volumes") or []
+    return found
+
+
+def _our_networks(client: docker.DockerClient, label: str) -> list[dict[str, Any]]:
+    with translated():
+        found: list[dict[str, Any]] = client.api.networks(filters={"label": label})
     return found
 
 

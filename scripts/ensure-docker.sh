@@ -6,6 +6,7 @@ set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 base_image="${MINIFIX_BASE_IMAGE:-mini-fix-base:bookworm}"
 sandbox_image="${MINIFIX_SANDBOX_IMAGE:-mini-fix-sandbox:latest}"
+proxy_image="${MINIFIX_PROXY_IMAGE:-mini-fix-proxy:latest}"
 dockerd_log="${DOCKERD_LOG:-/var/log/dockerd.log}"
 wait_seconds="${DOCKERD_WAIT_SECONDS:-60}"
 
@@ -65,6 +66,14 @@ build_images() {
     say "building sandbox image $sandbox_image from $base_image"
     DOCKER_BUILDKIT=0 docker build -q --build-arg "BASE_IMAGE=$base_image" -t "$sandbox_image" \
         "$here/sandbox/image" >/dev/null
+    # The setup phase's proxy (squid + iptables from Debian's packages): apt needs the Debian mirror once.
+    if image_exists "$proxy_image" && [ "${MINIFIX_REBUILD_PROXY:-}" != "1" ]; then
+        say "proxy image $proxy_image present"
+    else
+        say "building proxy image $proxy_image from $base_image"
+        DOCKER_BUILDKIT=0 docker build -q --build-arg "BASE_IMAGE=$base_image" -t "$proxy_image" \
+            "$here/sandbox/proxy" >/dev/null
+    fi
 }
 
 install_packages
