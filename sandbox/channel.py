@@ -67,6 +67,8 @@ class FramedStream:
             out = self._take_stdout()
             if out:
                 return out
+            if len(self._frames) > cap + HEADER.size:  # what is left is one frame still incomplete
+                raise SandboxError(f"the sandbox sent a frame over {cap} bytes")
             try:
                 data = self._sock.recv(min(1 << 20, max(cap, HEADER.size)))
             except TimeoutError:
@@ -76,8 +78,6 @@ class FramedStream:
             if not data:
                 return b""
             self._frames += data
-            if len(self._frames) > cap + HEADER.size:
-                raise SandboxError(f"the sandbox sent a frame over {cap} bytes")
 
     def stderr_tail(self) -> str:
         """The last few KiB the exec wrote to stderr."""
