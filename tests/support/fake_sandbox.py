@@ -10,12 +10,14 @@ import os
 import shutil
 import signal
 import subprocess
+import tarfile
 import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from sandbox.base import ExecResult
+from sandbox.export import extract_archive
 
 PLATFORM = {"system": "Linux", "release": "6.1.0-fake", "version": "#1 SMP", "machine": "x86_64"}
 
@@ -69,6 +71,18 @@ class FakeSandbox:
     def diff(self) -> str:
         """`git add -A && git diff --cached --binary` in the working directory."""
         return self.execute("git add -A && git diff --cached --binary").output
+
+    def export_tree(self, dest: Path, *, max_bytes: int) -> None:
+        """The working directory (without .git) through the same checked extractor DockerSandbox uses."""
+        with tempfile.TemporaryFile() as archive:
+            with tarfile.open(fileobj=archive, mode="w") as tar:
+                tar.add(str(self.workdir), arcname=".")
+            archive.seek(0)
+            extract_archive(iter(lambda: archive.read(1 << 16), b""), dest, max_bytes=max_bytes, skip_top=(".git",))
+
+    def run_check(self, command: str, *, timeout: float) -> ExecResult:
+        """A verdict command: here simply an action."""
+        return self.execute(command, timeout=timeout)
 
     def template_vars(self) -> dict[str, Any]:
         """Fixed platform values, so prompts are the same on every machine."""
