@@ -2,18 +2,19 @@
 
 from __future__ import annotations
 
-import tarfile
 import tempfile
 import threading
 import time
 from pathlib import Path
 from types import TracebackType
-from typing import IO, Any
+from typing import Any
 
 import docker
 import structlog
 from docker.utils import parse_bytes
 
+from bot import metrics
+from sandbox.archive import extract_archive, tar_directory
 from sandbox.base import ExecResult, SandboxConfig, SandboxError
 from sandbox.channel import RunnerChannel, RunnerUnavailable
 from sandbox.engine import (
@@ -30,7 +31,6 @@ from sandbox.engine import (
     translated,
 )
 from sandbox.engine_exec import engine_exec, kill_by_engine
-from sandbox.export import extract_archive
 from sandbox.setup_proxy import SetupProxy
 
 __all__ = ["DockerSandbox", "remove_run_containers", "sweep"]
@@ -141,16 +141,7 @@ class DockerSandbox:
         self.end_processes()
         with self._exec_lock:
             self._check_open()
-            reply = engine_exec(
-                self.client,
-                self.container_id,
-                command,
-                self.config,
-                timeout=timeout,
-                cwd=self.config.cwd,
-                limit=CHECK_OUTPUT_LIMIT,
-                kill=self._kill_unlocked,
-            )
+            reply = self._engine_exec(command, timeout, self.config.cwd, CHECK_OUTPUT_LIMIT, self.config.env)
         self.end_processes()
         return _result(reply, command, timeout)
 
@@ -166,6 +157,19 @@ class DockerSandbox:
         else:
             self._runner.reap(REAP_TIMEOUT)
 
+    def _engine_exec(self, command: str, timeout: float, cwd: str, limit: int, env: dict[str, str]) -> dict[str, Any]:
+        return engine_exec(
+            self.client,
+            self.container_id,
+            command,
+            self.config,
+            timeout=timeout,
+            cwd=cwd,
+            limit=limit,
+            env=env,
+            kill=self._kill_unlocked,
+        )
+
     def _check_open(self) -> None:
         if self._closed:
             raise SandboxError("the sandbox is closed")
@@ -174,18 +178,9 @@ class DockerSandbox:
         with self._exec_lock:
             self._check_open()
             try:
-                if self._runner is None:
-                    return engine_exec(
-                        self.client,
-                        self.container_id,
-                        command,
-                        self.config,
-                        timeout=timeout,
-                        cwd=cwd,
-                        limit=limit,
-                        kill=self._kill_unlocked,
-                    )
                 env = {**self.config.env, **(self._proxy.env() if self._proxy else {})}
+                if self._runner is None:
+                    return self._engine_exec(command, timeout, cwd, limit, env)
                 request = {"command": command, "cwd": cwd, "env": env, "timeout": timeout}
                 return self._runner.run(request, timeout + REPLY_GRACE, limit)
             except SandboxError as exc:
@@ -200,7 +195,7 @@ class DockerSandbox:
         target = dest or self.config.cwd
         cap = int(parse_bytes(self.config.copy_in_max_bytes))
         with tempfile.TemporaryFile() as archive:
-            _tar_directory(Path(src), archive, self._uid, self._gid, cap)
+            tar_directory(Path(src), archive, self._uid, self._gid, cap)
             archive.seek(0)
             with translated(self.config.image):
                 if not self.client.api.put_archive(self.container_id, target, archive):
@@ -315,19 +310,3 @@ def _result(reply: dict[str, Any], command: str, seconds: float) -> ExecResult:
     if reply["error"]:
         return ExecResult(output, -1, f"The command could not be run: {reply['error']}", extra)
     return ExecResult(output, reply["returncode"], "", extra)
-
-
-def _tar_directory(src: Path, out: IO[bytes], uid: int, gid: int, cap: int) -> None:
-    """Write a tar of `src`'s contents with every entry owned by uid:gid; SandboxError past `cap` bytes."""
-    total = 0
-
-    def owned(info: tarfile.TarInfo) -> tarfile.TarInfo:
-        nonlocal total
-        total += info.size + tarfile.BLOCKSIZE
-        if total > cap:
-            raise SandboxError(f"the checkout is larger than the sandbox's copy-in limit of {cap} bytes")
-        info.uid, info.gid, info.uname, info.gname = uid, gid, "", ""
-        return info
-
-    with tarfile.open(fileobj=out, mode="w") as tar:
-        tar.add(str(src), arcname=".", filter=owned)

@@ -27,6 +27,7 @@ def engine_exec(
     timeout: float,
     cwd: str,
     limit: int,
+    env: dict[str, str],
     kill: Callable[[], None],
 ) -> dict[str, Any]:
     """Run `bash -c command` as the action user in its own exec; at the deadline `kill` ends the uid's processes.
@@ -37,9 +38,7 @@ def engine_exec(
     merged = ["bash", "-c", 'exec 2>&1; exec bash -c "$1"', "bash", command]
     wrapped = ["timeout", "-s", "KILL", str(max(1, round(timeout))), *merged]
     with translated(config.image):
-        exec_id = client.api.exec_create(container_id, wrapped, user=config.user, workdir=cwd, environment=config.env)[
-            "Id"
-        ]
+        exec_id = client.api.exec_create(container_id, wrapped, user=config.user, workdir=cwd, environment=env)["Id"]
         stream = FramedStream.start(client.api, exec_id)
     began = time.monotonic()
     try:

@@ -16,8 +16,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from sandbox.archive import extract_archive
 from sandbox.base import ExecResult
-from sandbox.export import extract_archive
 
 PLATFORM = {"system": "Linux", "release": "6.1.0-fake", "version": "#1 SMP", "machine": "x86_64"}
 

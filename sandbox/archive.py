@@ -1,4 +1,4 @@
-"""Extracting an archive the sandbox produced: nothing may land outside the destination or exceed a size cap."""
+"""Tar streams in and out of the sandbox: size-capped both ways; nothing extracted may land outside its destination."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import stat
 import tarfile
 from collections.abc import Iterable, Iterator
 from pathlib import Path
+from typing import IO
 
 from sandbox.base import SandboxError
 
@@ -53,6 +54,22 @@ def extract_archive(chunks: Iterable[bytes], dest: Path, *, max_bytes: int, skip
                     f"the sandbox's working directory is larger than the export limit of {max_bytes} bytes"
                 )
             _extract(tar, member, root, name)
+
+
+def tar_directory(src: Path, out: IO[bytes], uid: int, gid: int, cap: int) -> None:
+    """Write a tar of `src`'s contents with every entry owned by uid:gid; SandboxError past `cap` bytes."""
+    total = 0
+
+    def owned(info: tarfile.TarInfo) -> tarfile.TarInfo:
+        nonlocal total
+        total += info.size + tarfile.BLOCKSIZE
+        if total > cap:
+            raise SandboxError(f"the checkout is larger than the sandbox's copy-in limit of {cap} bytes")
+        info.uid, info.gid, info.uname, info.gname = uid, gid, "", ""
+        return info
+
+    with tarfile.open(fileobj=out, mode="w") as tar:
+        tar.add(str(src), arcname=".", filter=owned)
 
 
 def _linked_size(root: Path, member: tarfile.TarInfo) -> int:

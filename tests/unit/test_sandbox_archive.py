@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from sandbox.archive import extract_archive
 from sandbox.base import SandboxError
-from sandbox.export import extract_archive
 
 Entry = Callable[[tarfile.TarFile], None]
 
