@@ -148,6 +148,7 @@ class SetupProxy:
                 tmpfs={"/tmp": "size=16m", "/var/spool/squid": "size=16m", "/var/log/squid": "size=16m"},
                 mem_limit="256m",
                 pids_limit=64,
+                log_config=docker.types.LogConfig(type="json-file", config={"max-size": "1m", "max-file": "1"}),
             ),
         )
         self.container_id = created["Id"]
