@@ -40,7 +40,7 @@ class SandboxConfig(BaseModel):
     """Memory limit (swap set equal): processes and the files in the tmpfs workdir and scratch dirs count together."""
     disk: str = "1g"
     """Size of the working directory (a tmpfs volume); writes past it fail with ENOSPC. The image is read-only."""
-    scratch_disk: str = "256m"
+    scratch_disk: str = "512m"
     """Size of each scratch tmpfs (`scratch_paths`), the only other writable places."""
     scratch_paths: list[str] = ["/tmp", "/var/tmp", "/home/agent"]
     """Writable tmpfs directories besides the working directory (the image's home of the action user, temp dirs)."""
