@@ -101,6 +101,10 @@ class Sandbox(Protocol):
         """Run a verdict command (e.g. the tests) whose return code is the engine's own exec exit code."""
         ...
 
+    def end_processes(self) -> None:
+        """Kill every process the actions left running (e.g. daemons of a setup phase), whatever session they took."""
+        ...
+
     def template_vars(self) -> dict[str, Any]:
         """Variables for prompt templates: system, release, version, machine (of the sandbox), cwd."""
         ...

@@ -39,6 +39,7 @@ class FakeSandbox:
         self.timeout = timeout
         self.commands: list[str] = []
         self.closed = False
+        self.ended_processes = 0
 
     def execute(self, command: str, *, timeout: float | None = None, cwd: str | None = None) -> ExecResult:
         """Run `command` (or return its scripted result); a timeout is reported, not raised."""
@@ -83,6 +84,10 @@ class FakeSandbox:
     def run_check(self, command: str, *, timeout: float) -> ExecResult:
         """A verdict command: here simply an action."""
         return self.execute(command, timeout=timeout)
+
+    def end_processes(self) -> None:
+        """Counted only: this fake runs on the host, where killing by uid would kill the test runner."""
+        self.ended_processes += 1
 
     def template_vars(self) -> dict[str, Any]:
         """Fixed platform values, so prompts are the same on every machine."""
