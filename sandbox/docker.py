@@ -5,6 +5,7 @@ from __future__ import annotations
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -13,7 +14,6 @@ import docker
 import structlog
 from docker.utils import parse_bytes
 
-from bot import metrics
 from sandbox.archive import extract_archive, tar_directory
 from sandbox.base import ExecResult, SandboxConfig, SandboxError
 from sandbox.channel import RunnerChannel, RunnerUnavailable
@@ -131,6 +131,9 @@ class DockerSandbox:
         started = time.monotonic()
         try:
             reply = self._run(command, seconds, cwd or self.config.cwd, OUTPUT_LIMIT)
+        finally:
+            if self._on_exec is not None:
+                self._on_exec(time.monotonic() - started)
         return _result(reply, command, seconds)
 
     def run_check(self, command: str, *, timeout: float) -> ExecResult:

@@ -28,7 +28,9 @@ def image() -> str:
     """Build the image (layers cached between runs) from BASE; a failed build fails the tests."""
     if os.environ.get("MINIFIX_SKIP_DOCKER") == "1":
         pytest.skip("MINIFIX_SKIP_DOCKER=1: Docker tests skipped on purpose")
-    build = subprocess.run(["scripts/build-app-image.sh", BASE, TAG], cwd=ROOT, capture_output=True, text=True)
+    build = subprocess.run(
+        ["scripts/build-app-image.sh", BASE, TAG], cwd=ROOT, capture_output=True, text=True
+    )
     assert build.returncode == 0, build.stdout[-3000:] + build.stderr[-3000:]
     return TAG
 

@@ -66,7 +66,9 @@ def succeed(job: Job, _cancel: threading.Event) -> JobOutcome:
     return JobOutcome(JobStatus.SUCCEEDED, run_id=f"run-{job.id}")
 
 
-def test_reconciler_redispatches_an_expired_lease_and_gives_up_later(settings: Settings, job_queue: JobQueue) -> None:
+def test_reconciler_redispatches_an_expired_lease_and_gives_up_later(
+    settings: Settings, job_queue: JobQueue
+) -> None:
     ledger: Any = open_ledger(settings)
     gave_up: list[Job] = []
     worker = Worker(settings, ledger, job_queue, succeed, on_gave_up=gave_up.append)
