@@ -10,6 +10,11 @@ from typing import Annotated
 from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
+# Package registries a setup phase typically needs (PyPI, npm, Debian, crates.io, Go modules).
+DEFAULT_SETUP_HOSTS = (
+    "pypi.org", "files.pythonhosted.org", "registry.npmjs.org", "deb.debian.org", "security.debian.org",
+    "index.crates.io", "static.crates.io", "proxy.golang.org", "sum.golang.org",
+)  # fmt: skip
 PLACEHOLDER_SECRETS = {"", "changeme", "change-me", "changethis", "secret", "development", "xxx", "todo"}
 
 
@@ -76,6 +81,12 @@ class Settings(BaseSettings):
     """Default sandbox CPU quota, in cores."""
     sandbox_runtime: str | None = None
     """OCI runtime of sandbox containers, e.g. `runsc` for gVisor (installed on the engine); None = runc."""
+    allow_setup_network: bool = False
+    """Let a repository's `setup_network: true` give its setup commands egress, through the filtering proxy only."""
+    setup_allowed_hosts: Annotated[list[str], NoDecode] = list(DEFAULT_SETUP_HOSTS)
+    """Comma-separated host names the setup proxy lets through (a leading dot allows subdomains)."""
+    setup_upstream_network: str = "bridge"
+    """Engine network the setup proxy reaches those hosts through."""
     allow_owners: Annotated[list[str], NoDecode] = []
     """Comma-separated owners whose repositories may use the App; empty = every owner."""
     deny_owners: Annotated[list[str], NoDecode] = []
@@ -91,7 +102,7 @@ class Settings(BaseSettings):
     create_labels: bool = True
     """Create the trigger label in repositories that lack it when the App is installed or gets repositories."""
 
-    @field_validator("allow_owners", "deny_owners", "allow_repos", "deny_repos", mode="before")
+    @field_validator("allow_owners", "deny_owners", "allow_repos", "deny_repos", "setup_allowed_hosts", mode="before")
     @classmethod
     def _split_commas(cls, value: object) -> object:
         if isinstance(value, str):

@@ -113,9 +113,9 @@ def agent_config_for(base: MiniFixAgentConfig, settings: Settings, config: RepoC
     return base.model_copy(update={"agent": agent, "model": model, "environment": env})
 
 
-def setup_networked(config: RepoConfig) -> bool:
-    """The container starts with a network only for a setup phase that asks for one."""
-    return bool(config.setup) and config.setup_network
+def setup_networked(config: RepoConfig, settings: Settings) -> bool:
+    """A setup phase that asks for a network gets one (the filtering proxy) only where the operator allows it."""
+    return bool(config.setup) and config.setup_network and settings.allow_setup_network
 
 
 def deployment_sandbox(settings: Settings, config: RepoConfig | None = None) -> SandboxConfig:
@@ -125,7 +125,9 @@ def deployment_sandbox(settings: Settings, config: RepoConfig | None = None) -> 
         image=settings.sandbox_image,
         memory=config.limits.memory or settings.sandbox_memory,
         cpus=config.limits.cpus or settings.sandbox_cpus,
-        network=setup_networked(config),
+        network=setup_networked(config, settings),
+        setup_hosts=settings.setup_allowed_hosts,
+        setup_upstream_network=settings.setup_upstream_network,
         runtime=settings.sandbox_runtime,
     )
 

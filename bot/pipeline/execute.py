@@ -188,7 +188,7 @@ class Offline(Protocol):
 
 
 def run_setup(sandbox: Sandbox, commands: list[str], *, networked: bool) -> None:
-    """Run the repository's setup commands in order, then cut the network; a failing command ends the run."""
+    """Run the setup commands in order, end what they left running, cut the network; a failing command ends the run."""
     with sandbox_errors():
         for command in commands:
             result = sandbox.execute(command, timeout=SETUP_TIMEOUT)
@@ -197,6 +197,7 @@ def run_setup(sandbox: Sandbox, commands: list[str], *, networked: bool) -> None
                 raise RunFailed(Outcome.SETUP_FAILED, f"`{command}` exited with {result.returncode}:\n{tail}")
         if commands:
             sandbox.execute(EXCLUDE_SETUP_OUTPUT)
+            sandbox.end_processes()  # nothing the setup started lives on into the agent's phase
         if networked:
             if not isinstance(sandbox, Offline):
                 raise RunFailed(Outcome.SANDBOX_FAILED, "this sandbox cannot cut its network after setup")

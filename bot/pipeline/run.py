@@ -181,7 +181,7 @@ def _sandboxed(state: RunState, deps: PipelineDeps, task: str, sandbox: Sandbox,
     )
     try:
         with execute.closed_on_cancel(sandbox, cancel):
-            execute.run_setup(sandbox, state.config.setup, networked=setup_networked(state.config))
+            execute.run_setup(sandbox, state.config.setup, networked=setup_networked(state.config, deps.settings))
             state.result = execute.run_agent(
                 deps.model(state.model),
                 sandbox,

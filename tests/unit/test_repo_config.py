@@ -120,7 +120,7 @@ def test_parse_extends_defaults() -> None:
 
 
 def test_limits_model_image_and_network_are_applied(tmp_path: Path) -> None:
-    settings = Settings(sandbox_memory="1g", step_limit=40, _env_file=None)
+    settings = Settings(sandbox_memory="1g", step_limit=40, allow_setup_network=True, _env_file=None)
     config = RepoConfig.model_validate(
         {"model": "hosted_vllm/big", "image": "img:2", "limits": {"steps": 9, "cpus": 2, "wall_time": 600},
          "setup": ["make deps"], "setup_network": True}
