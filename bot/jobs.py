@@ -139,6 +139,7 @@ class RunInfo(TypedDict):
     retry: bool
     exit_status: str
     stop_reason: NotRequired[str]
+    clamped: NotRequired[list[str]]  # the repository's config values the operator's ceilings lowered or refused
 
 
 @dataclass(frozen=True)

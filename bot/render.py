@@ -17,6 +17,9 @@ PROMPTS_DIR = Path(__file__).resolve().parent.parent / "prompts"
 GITHUB_BODY_LIMIT = 65_536
 _MENTION = re.compile(r"@(?=[A-Za-z0-9])")
 _DIFF_HEADER = re.compile(r"^diff --git a/(.+?) b/(.+)$")
+# `Fixes #1`, `closes: owner/repo#2`: possessive and atomic, so a long run of spaces costs one pass, not n².
+_CLOSING = re.compile(r"\b((?:close|fix|resolve)(?:s|d|es|ed)?)((?:\s*+:)?\s++)(?=[\w./-]*+#\d)", re.IGNORECASE)
+MAX_UNTRUSTED = 20_000
 
 
 @dataclass(frozen=True)
@@ -50,6 +53,13 @@ def nomention(text: str) -> str:
     return _MENTION.sub("@\u200b", text)
 
 
+def untrusted(text: str, limit: int = MAX_UNTRUSTED) -> str:
+    """Text from the agent, the model or the repository, made safe to post: capped first, no @mentions, and no
+    closing keyword that would close an issue when the PR merges."""
+    text = str(text)[:limit]
+    return _CLOSING.sub(lambda m: f"{m.group(1)}\u200b{m.group(2)}", nomention(text))
+
+
 def duration(seconds: float) -> str:
     """`1h 02m`, `3m 07s` or `12s`."""
     s = int(seconds)
@@ -73,7 +83,12 @@ def environment() -> jinja2.Environment:
         autoescape=False,
     )
     env.filters.update(
-        fence=fence, inline_code=inline_code, nomention=nomention, duration=duration, thousands=thousands
+        fence=fence,
+        inline_code=inline_code,
+        nomention=nomention,
+        untrusted=untrusted,
+        duration=duration,
+        thousands=thousands,
     )
     return env
 

@@ -6,6 +6,7 @@ import os
 from functools import cached_property
 from pathlib import Path
 from typing import Annotated
+from urllib.parse import urlsplit
 
 from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
@@ -79,6 +80,32 @@ class Settings(BaseSettings):
     """Default sandbox memory limit (swap is set equal)."""
     sandbox_cpus: float = 1.0
     """Default sandbox CPU quota, in cores."""
+    sandbox_disk: str = "1g"
+    """Default size of the sandbox's working directory (a tmpfs volume)."""
+    max_steps: int = 300
+    """Ceiling on a repository's `limits.steps`; a higher value is clamped, and the status comment says so."""
+    max_tokens: int = 5_000_000
+    """Ceiling on a repository's `limits.tokens`."""
+    max_wall_time: int = 4 * 3600
+    """Ceiling on a repository's `limits.wall_time` (seconds)."""
+    max_memory: str = "8g"
+    """Ceiling on a repository's `limits.memory`."""
+    max_cpus: float = 4.0
+    """Ceiling on a repository's `limits.cpus`."""
+    max_disk: str = "4g"
+    """Ceiling on a repository's `limits.disk`."""
+    allowed_images: Annotated[list[str], NoDecode] = []
+    """Comma-separated image patterns a repository's `image:` may name; empty = only MINIFIX_SANDBOX_IMAGE."""
+    allowed_models: Annotated[list[str], NoDecode] = []
+    """Comma-separated model patterns a repository's `model:` may name; empty = the deployment's provider's models."""
+    max_clone_bytes: int = 500 << 20
+    """A repository whose clone is larger than this is refused before it is copied into the sandbox."""
+    max_export_bytes: int = 1 << 30
+    """The most the sandbox's working directory may hold when the change is taken out."""
+    replay_window_seconds: float = 3600.0
+    """A signed body seen again within this many seconds under a new delivery id is ignored as a replay."""
+    run_link_days: int = 30
+    """Days a signed run link (/runs/{id}?sig=…) stays valid."""
     sandbox_runtime: str | None = None
     """OCI runtime of sandbox containers, e.g. `runsc` for gVisor (installed on the engine); None = runc."""
     allow_setup_network: bool = False
@@ -102,7 +129,10 @@ class Settings(BaseSettings):
     create_labels: bool = True
     """Create the trigger label in repositories that lack it when the App is installed or gets repositories."""
 
-    @field_validator("allow_owners", "deny_owners", "allow_repos", "deny_repos", "setup_allowed_hosts", mode="before")
+    @field_validator(
+        "allow_owners", "deny_owners", "allow_repos", "deny_repos", "setup_allowed_hosts", "allowed_images",
+        "allowed_models", mode="before",
+    )  # fmt: skip
     @classmethod
     def _split_commas(cls, value: object) -> object:
         if isinstance(value, str):
@@ -140,4 +170,25 @@ class Settings(BaseSettings):
     def secrets(self) -> list[str]:
         """Every secret value we know, for redaction in logs and trajectories."""
         values = [self.webhook_secret, self.private_key, self.model_api_key, self.operator_token]
-        return [v.get_secret_value() for v in values if v is not None and len(v.get_secret_value()) >= 6]
+        found = [v.get_secret_value() for v in values if v is not None]
+        password = _password(self.database_url)
+        found += [password, self.database_url or "" if password else "", self._key_file_text()]
+        pem = [v.replace("\\n", "\n") for v in found if "\\n" in v]  # the key as text, with escaped newlines
+        lines = [line for v in found if "PRIVATE KEY" in v for line in v.splitlines() if len(line) >= 32]
+        unique = dict.fromkeys(s.strip() for s in [*found, *pem, *lines])
+        return [s for s in unique if len(s) >= 6]
+
+    def _key_file_text(self) -> str:
+        if self.private_key_path is None:
+            return ""
+        try:
+            return self.private_key_path.read_text()
+        except OSError:
+            return ""
+
+
+def _password(url: str | None) -> str:
+    """The password in a database URL, so a log line that prints it alone is redacted too."""
+    if not url:
+        return ""
+    return urlsplit(url).password or ""

@@ -11,6 +11,7 @@ from bot.agent.config import MiniFixAgentConfig
 from bot.github.gateway import GitHubError, GitHubGateway
 from bot.jobs import Job, JobKind, JobOutcome, JobStatus
 from bot.ledger.sql import ORG_WIDE
+from bot.pipeline import gitops
 from bot.pipeline.task import cap, clean
 from bot.render import render
 from bot.repo_config.load import ORG_REPO, ConfigError, LoadedConfig, Reader, load_repo_config
@@ -21,6 +22,7 @@ from sandbox.base import SandboxConfig
 
 AGENTS_FILE = "AGENTS.md"
 MAX_GUIDANCE_CHARS = 8_000
+MAX_AGENTS_BYTES = 256 << 10
 SANDBOX_GRACE_SECONDS = 900  # setup and the test command run in the same container as the agent
 RememberLabel = Callable[[str, "str | None"], None]
 
@@ -125,6 +127,7 @@ def deployment_sandbox(settings: Settings, config: RepoConfig | None = None) -> 
         image=settings.sandbox_image,
         memory=config.limits.memory or settings.sandbox_memory,
         cpus=config.limits.cpus or settings.sandbox_cpus,
+        disk=config.limits.disk or settings.sandbox_disk,
         network=setup_networked(config, settings),
         setup_hosts=settings.setup_allowed_hosts,
         setup_upstream_network=settings.setup_upstream_network,
@@ -142,9 +145,10 @@ def sandbox_config_for(agent: MiniFixAgentConfig, settings: Settings, config: Re
 
 
 def guidance(config: RepoConfig, checkout: Path) -> str:
-    """The repository's instructions and its AGENTS.md, as a section to append to the task ('' when none)."""
-    agents_md = checkout / AGENTS_FILE
-    agents = agents_md.read_text(errors="replace") if agents_md.is_file() else ""
+    """The repository's instructions and its AGENTS.md (a regular file in git's objects of the cloned default
+    branch, never the working tree, so a symlink cannot point it at a host file), as a task section ('' when none)."""
+    blob = gitops.read_blob(checkout, AGENTS_FILE, max_bytes=MAX_AGENTS_BYTES)
+    agents = blob.decode("utf-8", "replace") if blob is not None else ""
     instructions, agents = clean(config.instructions), clean(agents)
     if not instructions and not agents:
         return ""

@@ -6,7 +6,7 @@ import re
 from dataclasses import dataclass
 
 from bot.pipeline.transcript import Step
-from bot.render import nomention
+from bot.render import untrusted
 
 # Commands that look like a test run (or a checker), wherever they appear in the command line.
 _CHECK = re.compile(
@@ -17,7 +17,6 @@ _CHECK = re.compile(
 )
 # After the check, anything that runs another command regardless (pipe, `;`, `||`, `&`, newline) hides its code.
 _MASKED = re.compile(r"\||;|\n|(?<![>&<])&(?![&>])")
-_CLOSING = re.compile(r"\b((?:close|fix|resolve)(?:s|d|es|ed)?)(\s*:?\s+)(?=[\w./-]*#\d)", re.IGNORECASE)
 MAX_SUMMARY = 3_000
 MAX_CHECKS = 20
 
@@ -58,5 +57,5 @@ def _last(step: Step) -> str:
 
 def untrusted_summary(text: str, limit: int = MAX_SUMMARY) -> str:
     """The agent's own summary, made safe for a PR body: no @mentions, no `Fixes #N` that closes issues, capped."""
-    text = _CLOSING.sub(lambda m: f"{m.group(1)}\u200b{m.group(2)}", nomention(text.strip()))
+    text = untrusted(text.strip(), limit * 2)
     return text if len(text) <= limit else text[: limit - 1] + "…"

@@ -15,6 +15,7 @@ from bot.agent.model_base import Model
 from bot.github.gateway import GitHubGateway, RepoInfo
 from bot.jobs import Job, Outcome
 from bot.pipeline import gitops
+from bot.pipeline.change import Change, compute_change, setup_excludes
 from bot.pipeline.exits import SUBMITTED, exit_for
 from bot.trajectory import TrajectoryWriter
 from sandbox.base import EngineUnavailable, ImageMissing, Sandbox, SandboxConfig, SandboxError
@@ -81,12 +82,26 @@ def issue_number(gh: GitHubGateway, job: Job) -> int:
     return int(match.group(1))
 
 
-def clone(repo: RepoInfo, token: str, dest: Path) -> None:
-    """Clone the default branch into `dest` with the token in a header only."""
+def clone(repo: RepoInfo, token: str, dest: Path, *, max_bytes: int) -> None:
+    """Clone the default branch into `dest` with the token in a header only; refuse one over `max_bytes`."""
     try:
         gitops.clone(repo.clone_url, token, dest, branch=repo.default_branch, depth=CLONE_DEPTH)
     except gitops.GitError as exc:
         raise RunFailed(Outcome.CLONE_FAILED, str(exc)) from exc
+    size = tree_bytes(dest)
+    if size > max_bytes:
+        raise RunFailed(
+            Outcome.CLONE_FAILED, f"the clone is {size >> 20} MiB, over this deployment's {max_bytes >> 20} MiB"
+        )
+
+
+def tree_bytes(root: Path) -> int:
+    """Bytes of the regular files under `root` (links not followed)."""
+    total = 0
+    for path in root.rglob("*"):
+        if path.is_file() and not path.is_symlink():
+            total += path.lstat().st_size
+    return total
 
 
 class EarlySandbox:
@@ -159,10 +174,14 @@ def run_agent(
         raise RunFailed(Outcome.AGENT_CRASHED, f"{type(exc).__name__}: {exc}") from exc
 
 
-def take_diff(sandbox: Sandbox) -> str:
-    """The agent's change, as a binary git diff."""
+def take_change(sandbox: Sandbox, checkout: Path, dest: Path, *, max_bytes: int, exclude: str = "") -> Change:
+    """The agent's change: the tree taken out as files (capped), diffed against the clone by the worker's git."""
     with sandbox_errors():
-        return sandbox.diff()
+        sandbox.export_tree(dest, max_bytes=max_bytes)
+    try:
+        return compute_change(checkout, dest, exclude=exclude)
+    except gitops.GitError as exc:
+        raise RunFailed(Outcome.SANDBOX_FAILED, f"the change could not be read: {exc}") from exc
 
 
 def require_submission(result: AgentResult) -> None:
@@ -176,6 +195,7 @@ TEST_TIMEOUT = 1800
 OUTPUT_TAIL = 3000
 # Whatever setup left untracked (a virtualenv, node_modules, build output) stays out of the agent's diff.
 EXCLUDE_SETUP_OUTPUT = "git ls-files --others --exclude-standard --directory >> .git/info/exclude"
+LIST_SETUP_OUTPUT = "git ls-files -z --others --exclude-standard --directory"
 
 
 @runtime_checkable
@@ -187,8 +207,12 @@ class Offline(Protocol):
         ...
 
 
-def run_setup(sandbox: Sandbox, commands: list[str], *, networked: bool) -> None:
-    """Run the setup commands in order, end what they left running, cut the network; a failing command ends the run."""
+def run_setup(sandbox: Sandbox, commands: list[str], *, networked: bool) -> str:
+    """Run the repository's setup commands in order, then cut the network; a failing command ends the run.
+
+    Returns exclude patterns for what setup left untracked (a virtualenv, node_modules), for the host's diff:
+    a listing from the sandbox can only keep files out of the change, never put any in."""
+    excludes = ""
     with sandbox_errors():
         for command in commands:
             result = sandbox.execute(command, timeout=SETUP_TIMEOUT)
@@ -196,18 +220,21 @@ def run_setup(sandbox: Sandbox, commands: list[str], *, networked: bool) -> None
                 tail = result.output[-OUTPUT_TAIL:]
                 raise RunFailed(Outcome.SETUP_FAILED, f"`{command}` exited with {result.returncode}:\n{tail}")
         if commands:
+            excludes = setup_excludes(sandbox.execute(LIST_SETUP_OUTPUT).output)
             sandbox.execute(EXCLUDE_SETUP_OUTPUT)
-            sandbox.end_processes()  # nothing the setup started lives on into the agent's phase
+            sandbox.end_processes()  # nothing setup started may outlive it into the agent's phase
         if networked:
             if not isinstance(sandbox, Offline):
                 raise RunFailed(Outcome.SANDBOX_FAILED, "this sandbox cannot cut its network after setup")
             sandbox.disconnect_network()
+    return excludes
 
 
 def run_test(sandbox: Sandbox, command: str) -> dict[str, object]:
-    """Run the repository's test command after the agent: command, return code, passed, and the output's tail."""
+    """Run the repository's test command after the agent: command, return code (the engine's own exec exit code,
+    not anything the agent's processes could write), passed, and the output's tail."""
     try:
-        result = sandbox.execute(command, timeout=TEST_TIMEOUT)
+        result = sandbox.run_check(command, timeout=TEST_TIMEOUT)
     except SandboxError as exc:
         return {"command": command, "returncode": -1, "passed": False, "output": str(exc)}
     output = result.output[-OUTPUT_TAIL:] + (f"\n{result.exception_info}" if result.exception_info else "")

@@ -29,10 +29,57 @@ def branch_name(issue: int) -> str:
     return f"mini-fix/issue-{issue}"
 
 
-def _auth_config(token: str) -> list[str]:
-    # A global -c is not persisted, unlike `git clone -c`, which writes into .git/config.
+def _auth_env(token: str) -> dict[str, str]:
+    # Config from the environment: not on argv (world-readable in /proc), not persisted into .git/config.
     basic = base64.b64encode(f"x-access-token:{token}".encode()).decode()
-    return ["-c", f"http.extraHeader=Authorization: Basic {basic}", "-c", "credential.helper="]
+    pairs = [("http.extraHeader", f"Authorization: Basic {basic}"), ("credential.helper", "")]
+    env = {"GIT_CONFIG_COUNT": str(len(pairs))}
+    for n, (key, value) in enumerate(pairs):
+        env |= {f"GIT_CONFIG_KEY_{n}": key, f"GIT_CONFIG_VALUE_{n}": value}
+    return env
+
+
+_KEPT_ENV = (
+    "PATH",
+    "TMPDIR",
+    "SSL_CERT_FILE",
+    "SSL_CERT_DIR",
+    "GIT_SSL_CAINFO",
+    "http_proxy",
+    "https_proxy",
+    "no_proxy",
+)
+
+
+def hardened_env() -> dict[str, str]:
+    """The worker's git environment: no system or global config, no HOME, no prompts, C locale."""
+    keep = {k: v for k, v in os.environ.items() if k in _KEPT_ENV}
+    return {
+        **keep,
+        "GIT_CONFIG_NOSYSTEM": "1",
+        "GIT_CONFIG_GLOBAL": os.devnull,
+        "GIT_ATTR_NOSYSTEM": "1",
+        "HOME": os.devnull,
+        "XDG_CONFIG_HOME": os.devnull,
+        "GIT_TERMINAL_PROMPT": "0",
+        "GIT_ASKPASS": "true",
+        "LC_ALL": "C",
+    }
+
+
+# Settings that an agent-written config or attribute could otherwise turn against the host's git.
+HARDENED_CONFIG = (
+    "core.hooksPath=/dev/null",
+    "core.fsmonitor=false",
+    "core.symlinks=true",
+    "core.quotePath=true",
+    "core.attributesFile=/dev/null",
+    "core.excludesFile=/dev/null",
+    "diff.noprefix=false",
+    "diff.mnemonicPrefix=false",
+    "diff.renames=false",
+    "diff.external=",
+)
 
 
 def _scrub(text: str, token: str | None) -> str:
@@ -48,20 +95,36 @@ def _git(
     cwd: Path | None = None,
     token: str | None = None,
     what: str,
-    stdin: str | None = None,
+    stdin: str | bytes | None = None,
     env: dict[str, str] | None = None,
     timeout: float = 600,
 ) -> str:
-    """Run git; raise GitError(what + scrubbed stderr) on failure."""
-    full_env = {**os.environ, "GIT_TERMINAL_PROMPT": "0", "GIT_ASKPASS": "true", **(env or {})}
-    command = ["git", *(_auth_config(token) if token else []), *args]
+    """Run git; its output as text (non-UTF-8 bytes kept as surrogate escapes); GitError on failure."""
+    return git_bytes(args, cwd=cwd, token=token, what=what, stdin=stdin, env=env, timeout=timeout).decode(
+        "utf-8", "surrogateescape"
+    )
+
+
+def git_bytes(
+    args: Sequence[str],
+    *,
+    cwd: Path | None = None,
+    token: str | None = None,
+    what: str,
+    stdin: str | bytes | None = None,
+    env: dict[str, str] | None = None,
+    timeout: float = 600,
+) -> bytes:
+    """Run the worker's git under the hardened configuration; raise GitError(what + scrubbed stderr) on failure."""
+    full_env = {**hardened_env(), **(_auth_env(token) if token else {}), **(env or {})}
+    config = [arg for item in HARDENED_CONFIG for arg in ("-c", item)]
+    data = stdin.encode("utf-8", "surrogateescape") if isinstance(stdin, str) else stdin
     try:
         proc = subprocess.run(
-            command,
+            ["git", *config, *args],
             cwd=cwd,
-            input=stdin,
+            input=data,
             capture_output=True,
-            text=True,
             env=full_env,
             timeout=timeout,
             check=False,
@@ -71,8 +134,8 @@ def _git(
     except OSError as exc:
         raise GitError(f"{what}: {exc.strerror}") from None
     if proc.returncode != 0:
-        detail = _scrub(proc.stderr.strip() or proc.stdout.strip(), token)[-2000:]
-        raise GitError(f"{what} failed (exit {proc.returncode}): {detail}")
+        text = (proc.stderr.strip() or proc.stdout.strip()).decode("utf-8", "replace")
+        raise GitError(f"{what} failed (exit {proc.returncode}): {_scrub(text, token)[-2000:]}")
     return proc.stdout
 
 
@@ -150,9 +213,34 @@ def _unquote(path: str) -> str:
 
 def protected_paths(diff: str, extra_globs: Iterable[str] = ()) -> list[str]:
     """Paths in `diff` the App may not push: workflows (no `workflows` permission) and configured globs."""
+    return protected(changed_paths(diff), extra_globs)
+
+
+def protected(paths: Iterable[str], extra_globs: Iterable[str] = ()) -> list[str]:
+    """The paths the App may not push; a path is also tried as a directory, so a file or symlink replacing
+    `.github/workflows` is caught and `secret/**` matches `secret` itself."""
     globs = list(extra_globs)
-    return [p for p in changed_paths(diff) if p.startswith(PROTECTED_PREFIXES) or _matches(p, globs)]
+    return [p for p in paths if any(_matches(c, globs) for c in (p, p.rstrip("/") + "/"))]
 
 
 def _matches(path: str, globs: list[str]) -> bool:
+    if path.startswith(PROTECTED_PREFIXES):
+        return True
     return any(path.startswith(g) if g.endswith("/") else fnmatch.fnmatchcase(path, g) for g in globs)
+
+
+REGULAR_MODES = (b"100644", b"100755")
+
+
+def read_blob(repo: Path, path: str, *, max_bytes: int, rev: str = "HEAD") -> bytes | None:
+    """A regular file's bytes from git's objects at `rev` (never the working tree); None when it is absent, not
+    a regular file (a symlink, a gitlink, a directory) or larger than `max_bytes`."""
+    listing = git_bytes(["ls-tree", "-z", "--long", rev, "--", path], cwd=repo, what="git ls-tree")
+    entry = listing.split(b"\0", 1)[0]
+    meta, _, name = entry.partition(b"\t")
+    fields = meta.split()
+    if len(fields) != 4 or name != path.encode() or fields[0] not in REGULAR_MODES or fields[1] != b"blob":
+        return None
+    if not fields[3].isdigit() or int(fields[3]) > max_bytes:
+        return None
+    return git_bytes(["cat-file", "blob", fields[2].decode()], cwd=repo, what="git cat-file")

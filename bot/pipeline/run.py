@@ -29,9 +29,12 @@ from bot.pipeline.admit import (
     sandbox_config_for,
     setup_networked,
 )
+from bot.pipeline.ceilings import clamp
+from bot.pipeline.change import Change
 from bot.pipeline.control import StopRuns, run_control
 from bot.pipeline.execute import RunFailed
 from bot.pipeline.feedback import review_feedback
+from bot.pipeline.outbound import RedactingGateway
 from bot.pipeline.publish import attach_trajectory, open_or_update_pr, pr_body_vars, push_change
 from bot.pipeline.report import report, run_link
 from bot.pipeline.state import RunState
@@ -65,7 +68,7 @@ def run_pipeline(job: Job, cancel: threading.Event, deps: PipelineDeps) -> JobOu
     """Run one job; every ending leaves something a maintainer can see on GitHub."""
     run_id = job.run_id or uuid.uuid4().hex[:12]
     with structlog.contextvars.bound_contextvars(job_id=job.id, repo=job.repo, issue=job.issue, run_id=run_id):
-        gh = deps.github(job.installation_id, job.repo)
+        gh: GitHubGateway = RedactingGateway(deps.github(job.installation_id, job.repo), deps.settings.secrets)
         try:
             number = execute.issue_number(gh, job)
             if job.kind.is_control:
@@ -79,8 +82,9 @@ def run_pipeline(job: Job, cancel: threading.Event, deps: PipelineDeps) -> JobOu
             admitted = admit(job, gh, number, deps.settings, read, deps.remember_label)
             if isinstance(admitted, JobOutcome):
                 return replace(admitted, run_id=run_id)
+            admitted, notes = clamp(admitted, deps.settings)
             agent = agent_config_for(deps.agent_config, deps.settings, admitted)
-            return _run(job, cancel, deps, gh, number, run_id, admitted, agent)
+            return _run(job, cancel, deps, gh, number, run_id, admitted, agent, notes)
         except (GitHubError, RunFailed) as exc:  # before a status comment exists: nowhere useful to write
             log.warning("job_failed_early", error=str(exc))
             return JobOutcome(JobStatus.FAILED, run_id=run_id, error=str(exc))
@@ -101,6 +105,7 @@ def _run(
     run_id: str,
     config: RepoConfig,
     agent: MiniFixAgentConfig,
+    notes: list[str],
 ) -> JobOutcome:
     gh.add_reaction(number, "eyes")
     if job.comment_id:
@@ -112,6 +117,7 @@ def _run(
         "requester": job.requester,
         "retry": job.kind == JobKind.RETRY,
         "exit_status": "",
+        "clamped": notes,
     }
     status = StatusComment(gh, number, run, deps.clock)
     state = RunState(job, gh, number, run, status, agent, model_config, cancel, config=config)
@@ -139,7 +145,7 @@ def _attempt(state: RunState, deps: PipelineDeps) -> None:
     with early_discarded(early), tempfile.TemporaryDirectory(prefix=f"mini-fix-{run_id}-", dir=deps.workdir) as tmp:
         checkout = Path(tmp) / "repo"
         token = gh.git_token()
-        execute.clone(repo, token, checkout)
+        execute.clone(repo, token, checkout, max_bytes=deps.settings.max_clone_bytes)
         _check_cancel(cancel)
         comments = gh.list_comments(state.number)
         if state.job.kind == JobKind.RETRY:  # what reviewers said on the PR since the last run
@@ -153,12 +159,11 @@ def _attempt(state: RunState, deps: PipelineDeps) -> None:
         if extra := guidance(state.config, checkout):
             task = f"{task}\n\n{extra}"
         sandbox = early.take(checkout)
-        diff = _sandboxed(state, deps, task, sandbox, secrets=[token])
+        change = _sandboxed(state, deps, task, sandbox, secrets=[token], checkout=checkout)
+        diff = change.diff
         if not diff.strip():
             raise RunFailed(Outcome.EMPTY_DIFF)
-        state.paths = gitops.protected_paths(diff, state.config.protected_paths)
-        if state.paths:
-            raise RunFailed(Outcome.PROTECTED_PATHS, ", ".join(state.paths))
+        refuse_unsafe(state, change, [token, *deps.settings.secrets])
         _check_cancel(cancel)
         push_change(gh, checkout, diff, issue=issue, run=state.run, token=token)
     link = run_link(deps.settings, run_id)
@@ -171,8 +176,22 @@ def _attempt(state: RunState, deps: PipelineDeps) -> None:
     )
 
 
-def _sandboxed(state: RunState, deps: PipelineDeps, task: str, sandbox: Sandbox, secrets: list[str]) -> str:
-    """Run the agent in the sandbox and take the diff; the container is removed whatever happens."""
+def refuse_unsafe(state: RunState, change: Change, secrets: list[str]) -> None:
+    """End the run when the change touches protected paths, adds links the config does not allow, or holds a
+    secret the worker knows (a key read through some other hole must not be pushed)."""
+    state.paths = gitops.protected(change.paths, state.config.protected_paths)
+    if not state.config.allow_links:
+        state.paths += change.links
+    if any(secret in change.diff for secret in secrets if secret):
+        state.paths.append("(a changed file holds one of the worker's secrets)")
+    if state.paths:
+        raise RunFailed(Outcome.PROTECTED_PATHS, ", ".join(state.paths))
+
+
+def _sandboxed(
+    state: RunState, deps: PipelineDeps, task: str, sandbox: Sandbox, secrets: list[str], checkout: Path
+) -> Change:
+    """Run the agent in the sandbox and take its change out; the container is removed whatever happens."""
     run_id, cancel = state.run["run_id"], state.cancel
     writer = TrajectoryWriter(
         deps.settings.data_dir / "runs" / run_id / "trajectory.json",
@@ -181,7 +200,8 @@ def _sandboxed(state: RunState, deps: PipelineDeps, task: str, sandbox: Sandbox,
     )
     try:
         with execute.closed_on_cancel(sandbox, cancel):
-            execute.run_setup(sandbox, state.config.setup, networked=setup_networked(state.config, deps.settings))
+            networked = setup_networked(state.config, deps.settings)
+            excludes = execute.run_setup(sandbox, state.config.setup, networked=networked)
             state.result = execute.run_agent(
                 deps.model(state.model),
                 sandbox,
@@ -193,10 +213,16 @@ def _sandboxed(state: RunState, deps: PipelineDeps, task: str, sandbox: Sandbox,
             )
             state.run["exit_status"] = state.result.exit_status
             execute.require_submission(state.result)
-            diff = execute.take_diff(sandbox)
+            change = execute.take_change(
+                sandbox,
+                checkout,
+                checkout.parent / "export",
+                max_bytes=deps.settings.max_export_bytes,
+                exclude=excludes,
+            )
             if state.config.test:
                 state.test = execute.run_test(sandbox, state.config.test)
-            return diff
+            return change
     finally:
         sandbox.close()
 

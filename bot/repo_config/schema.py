@@ -20,6 +20,8 @@ class Limits(BaseModel):
     """Sandbox memory limit such as `4g` (MINIFIX_SANDBOX_MEMORY)."""
     cpus: float | None = Field(default=None, gt=0)
     """Sandbox CPU quota in cores (MINIFIX_SANDBOX_CPUS)."""
+    disk: str | None = Field(default=None, pattern=r"^\d+[bkmg]?$")
+    """Size of the sandbox's working directory such as `2g` (MINIFIX_SANDBOX_DISK)."""
 
 
 class RepoConfig(BaseModel):
@@ -40,7 +42,9 @@ class RepoConfig(BaseModel):
     setup: list[str] = []
     """Commands run in the sandbox, in order, before the agent starts (e.g. installing dependencies)."""
     setup_network: bool = False
-    """Give the setup commands a network; it is cut before the agent starts."""
+    """Give the setup commands a network through the filtering proxy (only where MINIFIX_ALLOW_SETUP_NETWORK is on)."""
+    allow_links: bool = False
+    """Let the change add or modify symlinks, gitlinks and `.gitmodules` (refused by default)."""
     test: str | None = None
     """A command run in the sandbox after the agent; its result goes in the PR body."""
     protected_paths: list[str] = []

@@ -22,7 +22,7 @@ from bot.ledger.contract import Ledger
 from bot.pipeline.transcript import steps_from_messages
 from bot.render import PROMPTS_DIR, duration, thousands
 from bot.settings import Settings
-from bot.signing import check_signature, run_signature, valid_run_id
+from bot.signing import check_signature, run_query, valid_run_id
 
 MAX_LISTED = 100
 NO_STORE = {"Cache-Control": "no-store", "X-Robots-Tag": "noindex", "Referrer-Policy": "no-referrer"}
@@ -82,7 +82,7 @@ class Viewer:
             "task": _task(messages),
             "steps": steps_from_messages(messages),
             "github": web_url(self.settings.github_api_url),
-            "json_url": f"/runs/{run_id}/trajectory.json?sig={run_signature(self.settings, run_id)}",
+            "json_url": f"/runs/{run_id}/trajectory.json?{run_query(self.settings, run_id)}",
         }
         return self._page("run.html", **variables)
 
@@ -94,9 +94,12 @@ class Viewer:
     def _authorised_file(self, run_id: str, request: Request) -> Path:
         if not valid_run_id(run_id):
             raise HTTPException(404, "no such run")
-        signature = request.query_params.get("sig", "")
-        if not (signature and check_signature(self.settings, run_id, signature)) and not self._is_operator(request):
-            raise HTTPException(403, "this link is not signed for this run; use the link mini-fix posted on GitHub")
+        signature, expires = request.query_params.get("sig", ""), request.query_params.get("exp", "")
+        signed = bool(signature) and check_signature(self.settings, run_id, signature, expires)
+        if not signed and not self._is_operator(request):
+            raise HTTPException(
+                403, "this link is not signed for this run or has expired; use the link mini-fix posted on GitHub"
+            )
         path = self.runs_dir / run_id / "trajectory.json"
         if not path.is_file():
             raise HTTPException(404, "no such run")
@@ -107,8 +110,9 @@ class Viewer:
             return False
         expected = self.settings.operator_token.get_secret_value()
         header = request.headers.get("authorization", "")
-        given = header[7:] if header.lower().startswith("bearer ") else request.query_params.get("token", "")
-        return bool(expected) and hmac.compare_digest(given.encode(), expected.encode())
+        # Only in a header: a token in the URL ends up in proxies' logs, browser history and Referer headers.
+        given = header[7:] if header.lower().startswith("bearer ") else ""
+        return bool(expected and given) and hmac.compare_digest(given.encode(), expected.encode())
 
     def _recent(self) -> list[Path]:
         if not self.runs_dir.is_dir():
@@ -125,7 +129,7 @@ class Viewer:
         job = self._job(meta)
         return {
             "run_id": run_id,
-            "url": f"/runs/{run_id}?sig={run_signature(self.settings, run_id)}",
+            "url": f"/runs/{run_id}?{run_query(self.settings, run_id)}",
             "meta": meta,
             "exit_status": (data.get("info") or {}).get("exit_status") or "",
             "status": job.status.value if job else ("finished" if meta.get("finished_at") else "in progress"),

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import json
 import time
 from typing import Any, Protocol, runtime_checkable
 
@@ -21,11 +20,11 @@ from bot.settings import Settings
 from bot.webhooks import ROUTES, Decision, decide
 from bot.webhooks.guards import guard, settings_for
 from bot.webhooks.lookups import CachedReads
+from bot.webhooks.payload import BadPayload, ReplayWindow, parse_body
 
 MAX_BODY = 25 * 1024 * 1024  # GitHub caps payloads at 25 MB
-SECRET_HINT = (
-    "sign with the App's webhook secret (MINIFIX_WEBHOOK_SECRET must equal the secret set on GitHub)"
-)
+MAX_DELIVERY_ID = 100  # GitHub's are UUIDs
+SECRET_HINT = "sign with the App's webhook secret (MINIFIX_WEBHOOK_SECRET must equal the secret set on GitHub)"
 
 log = structlog.get_logger(__name__)
 
@@ -57,18 +56,16 @@ async def _read_body(request: Request) -> bytes:
 def _check_signature(secret: str, body: bytes, signature: str | None) -> None:
     if not signature:
         raise Rejected(401, "missing X-Hub-Signature-256 header", SECRET_HINT)
-    if not signature.startswith("sha256=") or not verify(secret, body, signature):
+    # Non-ASCII makes hmac.compare_digest raise: a malformed header is a 401 like any other wrong one.
+    if not (signature.isascii() and signature.startswith("sha256=")) or not verify(secret, body, signature):
         raise Rejected(401, "signature does not match the payload", SECRET_HINT)
 
 
 def _parse(body: bytes) -> dict[str, Any]:
     try:
-        payload = json.loads(body)
-    except ValueError as exc:
-        raise Rejected(400, f"body is not JSON: {exc}") from exc
-    if not isinstance(payload, dict):
-        raise Rejected(400, "body is not a JSON object")
-    return payload
+        return parse_body(body)
+    except BadPayload as exc:
+        raise Rejected(400, str(exc)) from exc
 
 
 @runtime_checkable
@@ -86,6 +83,7 @@ class WebhookReceiver:
         self._secret = settings.require_webhook_secret()
         self._ledger, self._queue = ledger, queue
         self._reads = CachedReads(ledger, ttl=settings.webhook_cache_seconds)
+        self._replays = ReplayWindow(settings.replay_window_seconds)
         self._submit = ledger.submit_async if isinstance(ledger, LoopSubmit) else self._submit_in_thread
 
     async def _submit_in_thread(self, req: JobRequest) -> SubmitResult:
@@ -115,7 +113,12 @@ class WebhookReceiver:
         _check_signature(self._secret, raw, request.headers.get("x-hub-signature-256"))
         if not event or not delivery:
             raise Rejected(400, "missing X-GitHub-Event or X-GitHub-Delivery header")
+        if not (event.isascii() and delivery.isascii() and len(delivery) <= MAX_DELIVERY_ID):
+            raise Rejected(400, "malformed X-GitHub-Event or X-GitHub-Delivery header")
         payload = _parse(raw)
+        if self._replays.replayed(raw, delivery):
+            dlog.warning("replayed body ignored")
+            return 200, {"action": "ignored", "reason": "the same body came lately under another delivery id"}
         if event == "ping":
             dlog.info("ping", zen=payload.get("zen"))
             return 200, {"action": "pong"}

@@ -41,6 +41,21 @@ def labeled(repo: str, issue: int, *, sender: str, label: str = "mini-fix", inst
     return payload
 
 
+def body_for(payload: dict[str, Any], delivery: str) -> bytes:
+    """The raw body GitHub would send for this delivery: like GitHub's, it differs from every other delivery's
+    (the subject's `updated_at` moves at each event), so the App's replay check sees a new body."""
+    stamped = dict(payload)
+    for key in ("issue", "comment", "installation"):
+        if isinstance(stamped.get(key), dict):
+            stamped[key] = {**stamped[key], "updated_at": _stamp(delivery)}
+    return json.dumps(stamped).encode()
+
+
+def _stamp(delivery: str) -> str:
+    micros = int(hashlib.sha256(delivery.encode()).hexdigest()[:12], 16) % (10**12)
+    return f"2026-01-01T00:00:00.{micros:012d}Z"
+
+
 def signature(body: bytes, secret: str) -> str:
     """GitHub's X-Hub-Signature-256 value."""
     return "sha256=" + hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
@@ -48,10 +63,11 @@ def signature(body: bytes, secret: str) -> str:
 
 def deliver(url: str, event: str, payload: dict[str, Any], secret: str, delivery: str | None = None) -> httpx.Response:
     """POST a payload as GitHub does: raw JSON, signed, with event and delivery headers."""
-    body = json.dumps(payload).encode()
+    delivery = delivery or str(uuid.uuid4())
+    body = body_for(payload, delivery)
     headers = {
         "X-GitHub-Event": event,
-        "X-GitHub-Delivery": delivery or str(uuid.uuid4()),
+        "X-GitHub-Delivery": delivery,
         "X-Hub-Signature-256": signature(body, secret),
         "Content-Type": "application/json",
     }

@@ -17,6 +17,7 @@ from bot.ledger.sqlite.ledger import SqliteLedger
 from bot.queue.dispatch import JobQueue, build_queue
 from bot.settings import Settings
 from bot.web.app import create_app
+from tests.support.webhooks import body_for
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "webhooks"
 SECRET = "test-webhook-secret-1f2e3d"
@@ -51,10 +52,11 @@ def _deliver(
     delivery: str | None = None,
     path: str = "/webhook",
 ) -> Any:
-    body = json.dumps(payload).encode()
+    delivery = delivery or str(uuid.uuid4())
+    body = body_for(payload, delivery)
     headers = {
         "X-GitHub-Event": event,
-        "X-GitHub-Delivery": delivery or str(uuid.uuid4()),
+        "X-GitHub-Delivery": delivery,
         "X-Hub-Signature-256": _sign(body),
         "Content-Type": "application/json",
     }

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -137,7 +138,12 @@ def test_limits_model_image_and_network_are_applied(tmp_path: Path) -> None:
 
 
 def test_guidance_joins_instructions_and_agents_md(tmp_path: Path) -> None:
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    commit = ["git", "-C", str(tmp_path), "-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "-q"]
+    subprocess.run([*commit, "--allow-empty", "-m", "empty"], check=True)
     assert guidance(RepoConfig(), tmp_path) == ""
     (tmp_path / "AGENTS.md").write_text("Run `make test` before submitting.\n")
+    subprocess.run(["git", "-C", str(tmp_path), "add", "AGENTS.md"], check=True)
+    subprocess.run([*commit, "-m", "agents"], check=True)
     text = guidance(RepoConfig(instructions="Keep the public API stable."), tmp_path)
     assert "Keep the public API stable." in text and "Run `make test` before submitting." in text

@@ -13,7 +13,7 @@ from bot.ledger.sqlite.ledger import SqliteLedger
 from bot.pipeline.report import run_link
 from bot.queue.dispatch import JobQueue
 from bot.settings import Settings
-from bot.signing import run_signature, signed_run_url, valid_run_id
+from bot.signing import run_query, run_signature, signed_run_url, valid_run_id
 from bot.web.app import create_app
 from tests.support.trajectories import write_run
 
@@ -60,12 +60,15 @@ def test_unsigned_or_forged_links_are_refused(viewer: TestClient, query: str) ->
 
 def test_a_signature_is_for_one_run_only(viewer: TestClient, viewer_settings: Settings) -> None:
     write_run(viewer_settings.data_dir, "run2", [("ls", "", 0)])
-    assert viewer.get(f"/runs/run2?sig={run_signature(viewer_settings, 'run1')}").status_code == 403
+    assert viewer.get(f"/runs/run2?{run_query(viewer_settings, 'run1')}").status_code == 403
 
 
 def test_the_operator_token_opens_any_run(viewer: TestClient) -> None:
     assert viewer.get("/runs/run1", headers={"Authorization": f"Bearer {TOKEN}"}).status_code == 200
-    assert viewer.get(f"/runs/run1/trajectory.json?token={TOKEN}").json()["mini_fix"]["run_id"] == "run1"
+    reply = viewer.get("/runs/run1/trajectory.json", headers={"Authorization": f"Bearer {TOKEN}"})
+    assert reply.json()["mini_fix"]["run_id"] == "run1"
+    # Never in the URL, where proxies, browser history and Referer headers keep it.
+    assert viewer.get(f"/runs/run1/trajectory.json?token={TOKEN}").status_code == 403
 
 
 def test_the_json_is_the_trajectory_file(viewer: TestClient, viewer_settings: Settings) -> None:
@@ -94,7 +97,7 @@ def test_the_run_list_needs_the_operator_token(viewer: TestClient) -> None:
     assert listing.status_code == 200
     html = listing.text
     assert "run1" in html and "acme/widgets" in html and "succeeded" in html and "1,280" in html and "42s" in html
-    assert "/runs/run1?sig=" in html and "https://github.com/acme/widgets/pull/4" in html
+    assert "/runs/run1?exp=" in html and "&amp;sig=" in html and "https://github.com/acme/widgets/pull/4" in html
 
 
 def test_the_run_list_is_off_without_an_operator_token(
@@ -106,7 +109,7 @@ def test_the_run_list_is_off_without_an_operator_token(
 
 def test_links_posted_on_github_are_signed(viewer_settings: Settings, settings: Settings) -> None:
     link = run_link(viewer_settings, "run1")
-    assert link == f"https://fix.example.com/runs/run1?sig={run_signature(viewer_settings, 'run1')}"
+    assert link is not None and link.startswith("https://fix.example.com/runs/run1?exp=")
     assert run_link(settings, "run1") is None  # no public URL: no link
     other = viewer_settings.model_copy(update={"webhook_secret": SecretStr("another-secret-value")})
-    assert run_signature(other, "run1") != run_signature(viewer_settings, "run1")
+    assert run_signature(other, "run1", 10) != run_signature(viewer_settings, "run1", 10)

@@ -1,0 +1,45 @@
+"""The one redaction point on the way out to GitHub: every title and body a run posts passes through here."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from bot.github.gateway import GitHubGateway, PullRequest
+from bot.trajectory import redact
+
+
+class RedactingGateway:
+    """A GitHubGateway whose writes have every secret the worker holds (and each token it mints) replaced."""
+
+    def __init__(self, inner: GitHubGateway, secrets: list[str]) -> None:
+        self._inner = inner
+        self._secrets = list(secrets)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)  # the reads pass through unchanged
+
+    def _clean(self, text: str) -> str:
+        cleaned: str = redact(text, self._secrets)
+        return cleaned
+
+    def git_token(self) -> str:
+        """The installation token, remembered so nothing posted later can carry it."""
+        token = self._inner.git_token()
+        self._secrets.append(token)
+        return token
+
+    def create_comment(self, number: int, body: str) -> int:
+        """Post a redacted comment."""
+        return self._inner.create_comment(number, self._clean(body))
+
+    def update_comment(self, comment_id: int, body: str) -> None:
+        """Edit a comment, redacted."""
+        self._inner.update_comment(comment_id, self._clean(body))
+
+    def create_pr(self, *, title: str, body: str, head: str, base: str) -> PullRequest:
+        """Open a PR with a redacted title and body."""
+        return self._inner.create_pr(title=self._clean(title), body=self._clean(body), head=head, base=base)
+
+    def update_pr(self, number: int, *, title: str, body: str) -> None:
+        """Edit a PR, redacted."""
+        self._inner.update_pr(number, title=self._clean(title), body=self._clean(body))
