@@ -67,7 +67,7 @@ class FakeSandbox:
 
     def copy_in(self, src: Path, dest: str | None = None) -> None:
         """Copy a directory's contents into the working directory (or `dest`)."""
-        shutil.copytree(src, Path(dest) if dest else self.workdir, dirs_exist_ok=True)
+        shutil.copytree(src, Path(dest) if dest else self.workdir, symlinks=True, dirs_exist_ok=True)  # as the tar does
 
     def diff(self) -> str:
         """`git add -A && git diff --cached --binary` in the working directory."""
