@@ -8,10 +8,13 @@ from typing import Any
 
 from jinja2 import StrictUndefined, Template
 
+from bot.agent.config import ACTION_REGEX
 from bot.agent.errors import FormatError, Submitted, exit_message
+from bot.agent.fences import find_actions
 from sandbox.base import ExecResult
 
 SUBMIT_MARKER = "COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"
+MAX_SCANNED = 100_000  # a custom action regex sees at most this much of a reply
 
 
 def render(template: str, **variables: Any) -> str:
@@ -30,7 +33,10 @@ def parse_action(
     content: str, *, action_regex: str, format_error_template: str, finish_reason: str | None
 ) -> str:
     """The reply's one command; zero or several raise FormatError with the message to send instead."""
-    actions = [a.strip() for a in re.findall(action_regex, content, re.DOTALL)]
+    if action_regex == ACTION_REGEX:  # the default: the same matches in linear time (a hostile reply cannot stall us)
+        actions = find_actions(content)
+    else:
+        actions = [a.strip() for a in re.findall(action_regex, content[:MAX_SCANNED], re.DOTALL)]
     if len(actions) == 1:
         return str(actions[0])
     error = f"Expected exactly 1 action, found {len(actions)}."  # mini-swe-agent's wording, seen by the model

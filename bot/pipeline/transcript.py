@@ -2,18 +2,17 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
+from bot.agent.fences import action_spans
 from bot.jobs import RunInfo
 from bot.render import render
 
 BUDGET = 60_000  # under 65,536 with room for GitHub's own accounting of multi-byte characters
 MIN_OUTPUT = 240
 NOTE_ROOM = 400  # the shortening note, added after the search
-_ACTION = re.compile(r"```mswea_bash_command\s*\n(.*?)\n```", re.DOTALL)
 
 
 @dataclass(frozen=True)
@@ -53,9 +52,9 @@ def steps_from_messages(messages: list[dict[str, Any]]) -> list[Step]:
 def _step(n: int, reply: dict[str, Any], observation: dict[str, Any] | None, kind: str = "action") -> Step:
     content = _text(reply.get("content"))
     actions = (reply.get("extra") or {}).get("actions") or []
-    match = _ACTION.search(content)
-    command = str(actions[0].get("command")) if actions else (match.group(1) if match else None)
-    thought = _ACTION.sub("", content).strip()
+    spans = action_spans(content)
+    command = str(actions[0].get("command")) if actions else (spans[0][2] if spans else None)
+    thought = _without(content, spans).strip()
     if observation is None:
         return Step(n, thought, command, None, kind=kind)
     obs_extra = observation.get("extra") or {}
@@ -163,3 +162,12 @@ def _cap_commands(steps: list[Step], fits: Callable[[list[Step]], bool]) -> tupl
     )
     shown = [replace(s, command=elide_middle(s.command, keep)[0]) if s.command else s for s in steps]
     return shown, "Commands were too long for one comment: the middle of the longest ones was elided."
+
+
+def _without(content: str, spans: list[tuple[int, int, str]]) -> str:
+    """`content` with the action blocks cut out (what the reply said around its command)."""
+    kept, last = [], 0
+    for start, end, _ in spans:
+        kept.append(content[last:start])
+        last = end
+    return "".join(kept) + content[last:]

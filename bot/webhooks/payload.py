@@ -10,7 +10,8 @@ from collections import OrderedDict
 from typing import Any
 
 INT_RANGE = range(-(1 << 63), 1 << 63)  # what the ledger's integer columns hold
-_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89abAB]", re.ASCII)  # a high surrogate written as an escape
+# A surrogate written as an escape, or as raw (CESU-8) bytes, which json.loads lets through ("surrogatepass").
+_SURROGATE = re.compile(rb"\\u[dD][89a-fA-F]|\xed[\xa0-\xbf]")
 
 
 class BadPayload(ValueError):
@@ -35,7 +36,7 @@ def parse_body(body: bytes) -> dict[str, Any]:
         raise BadPayload(f"body is not JSON: {exc}"[:200]) from exc
     if not isinstance(payload, dict):
         raise BadPayload("body is not a JSON object")
-    if _SURROGATE_ESCAPE.search(body) and not _encodable(payload):
+    if _SURROGATE.search(body) and not _encodable(payload):
         raise BadPayload("body holds a lone UTF-16 surrogate")
     return payload
 
