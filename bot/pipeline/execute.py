@@ -90,9 +90,8 @@ def clone(repo: RepoInfo, token: str, dest: Path, *, max_bytes: int) -> None:
         raise RunFailed(Outcome.CLONE_FAILED, str(exc)) from exc
     size = tree_bytes(dest)
     if size > max_bytes:
-        raise RunFailed(
-            Outcome.CLONE_FAILED, f"the clone is {size >> 20} MiB, over this deployment's {max_bytes >> 20} MiB"
-        )
+        detail = f"the clone holds {size:,} bytes, over this deployment's limit of {max_bytes:,} (MINIFIX_MAX_CLONE_BYTES)"
+        raise RunFailed(Outcome.CLONE_FAILED, detail)
 
 
 def tree_bytes(root: Path) -> int:

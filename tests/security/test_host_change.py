@@ -11,7 +11,7 @@ import pytest
 from bot.github.gateway import BotIdentity
 from bot.pipeline import gitops
 from bot.pipeline.change import Change, compute_change
-from bot.pipeline.execute import RunFailed, take_change
+from bot.pipeline.execute import RunFailed, run_test, take_change
 from sandbox.docker import DockerSandbox
 from tests.security.repos import checkout, git
 
@@ -134,3 +134,14 @@ def test_push_change_carries_no_hook_or_filter_from_the_change(tmp_path: Path) -
     gitops.commit(repo, BotIdentity(name="mini-fix[bot]", email="1+mini-fix[bot]@users.noreply.github.com"), "x")
     assert not marker.exists()
     assert git(repo, "show", "HEAD:a.txt") == "b\n"
+
+
+def test_the_test_verdict_is_the_engines_exit_code(start_sandbox: Callable[..., DockerSandbox], tmp_path: Path) -> None:
+    """A daemon the agent left cannot answer for the check: it is gone, and the code is the engine's exec's."""
+    repo = checkout(tmp_path, {"a.txt": "a\n"})
+    sandbox = start_sandbox()
+    sandbox.copy_in(repo)
+    sandbox.execute("setsid -f sh -c 'while :; do echo 0 > /tmp/verdict; sleep 0.1; done' >/dev/null 2>&1")
+    failed = run_test(sandbox, "sleep 0.5; test ! -e /tmp/verdict || pgrep -f verdict; exit 3")
+    assert failed["returncode"] == 3 and failed["passed"] is False
+    assert run_test(sandbox, "true")["passed"] is True

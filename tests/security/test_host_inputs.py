@@ -166,3 +166,16 @@ def test_signed_links_expire_and_malformed_signatures_are_refused() -> None:
     assert not signing.check_signature(settings, "run1", fields["sig"], str(expires + 86_400), now=expires - 1)
     assert not signing.check_signature(settings, "run1", "é" * 32, fields["exp"], now=0)
     assert not signing.check_signature(settings, "run1", fields["sig"], "１２３", now=0)  # non-ASCII digits
+
+
+def test_a_clone_over_the_size_cap_is_refused_before_the_sandbox_sees_it(github: FakeGitHub, tmp_path: Path) -> None:
+    from bot.github.gateway import RepoInfo
+    from bot.pipeline.execute import RunFailed, clone
+
+    token = str(github.mint(7, {"repositories": ["widgets"]})["token"])
+    info = RepoInfo("acme/widgets", "main", f"{github.base_url}/acme/widgets.git", private=False)
+    with pytest.raises(RunFailed) as refused:
+        clone(info, token, tmp_path / "small", max_bytes=64)
+    assert refused.value.outcome == Outcome.CLONE_FAILED and "over this deployment's limit" in refused.value.detail
+    clone(info, token, tmp_path / "fine", max_bytes=10 << 20)
+    assert (tmp_path / "fine" / "calc.py").is_file()

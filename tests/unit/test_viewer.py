@@ -113,3 +113,13 @@ def test_links_posted_on_github_are_signed(viewer_settings: Settings, settings: 
     assert run_link(settings, "run1") is None  # no public URL: no link
     other = viewer_settings.model_copy(update={"webhook_secret": SecretStr("another-secret-value")})
     assert run_signature(other, "run1", 10) != run_signature(viewer_settings, "run1", 10)
+
+
+@pytest.mark.parametrize("query", ["?sig=%C3%A9&exp=1", "?sig=%FF&exp=%C3%A9", "?exp=99999999999999999999&sig=x"])
+def test_a_malformed_signature_is_a_403_not_a_500(viewer: TestClient, query: str) -> None:
+    assert viewer.get(f"/runs/run1{query}").status_code == 403
+
+
+def test_an_expired_link_is_refused(viewer: TestClient, viewer_settings: Settings) -> None:
+    old = run_query(viewer_settings, "run1", now=0)  # expired 30 days after 1970
+    assert viewer.get(f"/runs/run1?{old}").status_code == 403
