@@ -90,7 +90,7 @@ def clone(repo: RepoInfo, token: str, dest: Path, *, max_bytes: int) -> None:
         raise RunFailed(Outcome.CLONE_FAILED, str(exc)) from exc
     size = tree_bytes(dest)
     if size > max_bytes:
-        detail = f"the clone holds {size:,} bytes, over this deployment's limit of {max_bytes:,} (MINIFIX_MAX_CLONE_BYTES)"
+        detail = f"the clone holds {size:,} bytes, over the limit of {max_bytes:,} (MINIFIX_MAX_CLONE_BYTES)"
         raise RunFailed(Outcome.CLONE_FAILED, detail)
 
 

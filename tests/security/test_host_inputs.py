@@ -176,6 +176,6 @@ def test_a_clone_over_the_size_cap_is_refused_before_the_sandbox_sees_it(github:
     info = RepoInfo("acme/widgets", "main", f"{github.base_url}/acme/widgets.git", private=False)
     with pytest.raises(RunFailed) as refused:
         clone(info, token, tmp_path / "small", max_bytes=64)
-    assert refused.value.outcome == Outcome.CLONE_FAILED and "over this deployment's limit" in refused.value.detail
+    assert refused.value.outcome == Outcome.CLONE_FAILED and "over the limit of 64" in refused.value.detail
     clone(info, token, tmp_path / "fine", max_bytes=10 << 20)
     assert (tmp_path / "fine" / "calc.py").is_file()
