@@ -53,15 +53,15 @@ class FakeGitHub:
         self.base_url = ""
 
     # -- lifecycle --------------------
-    def start(self) -> str:
-        """Serve on a free port of 127.0.0.1; return the base URL."""
+    def start(self, host: str = "127.0.0.1") -> str:
+        """Serve on a free port of `host` (127.0.0.1, or a docker bridge's gateway for containers); return the URL."""
         fake = self
 
         class Handler(_Handler):
             github = fake
 
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.base_url = f"http://127.0.0.1:{self._server.server_address[1]}"
+        self._server = ThreadingHTTPServer((host, 0), Handler)
+        self.base_url = f"http://{host}:{self._server.server_address[1]}"
         threading.Thread(target=self._server.serve_forever, daemon=True).start()
         return self.base_url
 

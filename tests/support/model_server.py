@@ -20,7 +20,13 @@ class ScriptedModelServer:
     """Serve scripted assistant replies; `.requests` holds each request body, in order."""
 
     def __init__(
-        self, replies: Sequence[Reply], *, model: str = "scripted", delay: float = 0.0, by_turn: bool = False
+        self,
+        replies: Sequence[Reply],
+        *,
+        model: str = "scripted",
+        delay: float = 0.0,
+        by_turn: bool = False,
+        host: str = "127.0.0.1",
     ) -> None:
         self.replies = list(replies)
         self.model = model
@@ -29,8 +35,9 @@ class ScriptedModelServer:
         # (a worker killed mid-run) gets the same script again.
         self.by_turn = by_turn
         self.requests: list[dict[str, Any]] = []
+        self.peers: list[str] = []  # the client address of each request, in order (which container asked)
         self._lock = threading.Lock()
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        self._server = ThreadingHTTPServer((host, 0), self._handler())
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
 
     @property
@@ -52,10 +59,11 @@ class ScriptedModelServer:
     def __exit__(self, *exc: object) -> None:
         self.stop()
 
-    def next_reply(self, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+    def next_reply(self, body: dict[str, Any], peer: str = "") -> tuple[int, dict[str, Any]]:
         with self._lock:
             index = len(self.requests)
             self.requests.append(body)
+            self.peers.append(peer)
         if self.by_turn:
             index = sum(1 for m in body["messages"] if m.get("role") == "assistant")
         if index >= len(self.replies):
@@ -105,7 +113,7 @@ class ScriptedModelServer:
                 body = json.loads(self.rfile.read(length) or b"{}")
                 if server.delay:
                     time.sleep(server.delay)
-                self._send(*server.next_reply(body))
+                self._send(*server.next_reply(body, self.client_address[0]))
 
         return Handler
 
