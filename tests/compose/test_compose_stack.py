@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import re
+import subprocess
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,14 +19,15 @@ import httpx
 import pytest
 
 from tests.e2e.test_github_flow import FILES, FIX, REPO, SECRET
-from tests.support.compose_stack import ROOT, ComposeStack, Network, build, compose_binary, docker, unavailable, wait_for
+from tests.support import compose_stack as cs
+from tests.support.compose_stack import ComposeStack, Network, docker, wait_for
 from tests.support.fake_github import FakeGitHub, throwaway_key
 from tests.support.model_server import ScriptedModelServer
 from tests.support.webhooks import deliver, labeled
 
 pytestmark = pytest.mark.compose
 HERE = Path(__file__).parent
-DEPLOY = ROOT / "deploy"
+DEPLOY = cs.ROOT / "deploy"
 LINK = re.compile(r"http://mini-fix\.test(/runs/[A-Za-z0-9_-]+\?sig=[0-9a-f]+)")
 
 
@@ -52,16 +54,12 @@ def images() -> tuple[str, str]:
     """The App's image and the PostgreSQL image, built offline from the offline base."""
     if os.environ.get("MINIFIX_SKIP_DOCKER") == "1":
         pytest.skip("MINIFIX_SKIP_DOCKER=1: Docker tests skipped on purpose")
-    if subprocess_ok(["docker", "info"]) is False:
-        unavailable("no Docker engine answers: run scripts/ensure-docker.sh (as root)")
-    compose_binary()
-    return build("build-app-image.sh", "mini-fix-base:bookworm", "mini-fix:test"), build("build-postgres-image.sh")
-
-
-def subprocess_ok(cmd: list[str]) -> bool:
-    import subprocess
-
-    return subprocess.run(cmd, capture_output=True).returncode == 0
+    if subprocess.run(["docker", "info"], capture_output=True).returncode != 0:
+        cs.unavailable("no Docker engine answers: run scripts/ensure-docker.sh (as root)")
+    cs.compose_binary()
+    return cs.build("build-app-image.sh", "mini-fix-base:bookworm", "mini-fix:test"), cs.build(
+        "build-postgres-image.sh"
+    )
 
 
 @pytest.fixture
@@ -93,8 +91,9 @@ def model(network: Network, hold: Hold) -> Iterator[ScriptedModelServer]:
     hold.released.set()
 
 
-def stack_env(tmp_path: Path, images: tuple[str, str], network: Network, github: FakeGitHub,
-              model: ScriptedModelServer) -> dict[str, str]:
+def stack_env(
+    tmp_path: Path, images: tuple[str, str], network: Network, github: FakeGitHub, model: ScriptedModelServer
+) -> dict[str, str]:
     """deploy/.env and the interpolation variables an operator would set, pointed at the fakes."""
     key = tmp_path / "github-app.private-key.pem"
     key.write_text(throwaway_key())
@@ -133,10 +132,10 @@ def viewer_link(github: FakeGitHub, pr: dict[str, Any]) -> str:
     return found[0]
 
 
-def label(stack_url: str, github: FakeGitHub, title: str) -> int:
+def label(stack: ComposeStack, url: str, github: FakeGitHub, title: str) -> int:
     issue = github.add_issue(REPO, title, "add(2, 3) returns -1", author="alice")
-    response = deliver(f"{stack_url}/webhook", "issues", labeled(REPO, issue, sender="alice"), SECRET)
-    assert response.status_code == 202, response.text
+    response = deliver(f"{url}/webhook", "issues", labeled(REPO, issue, sender="alice"), SECRET)
+    assert response.status_code == 202, f"{response.text}\n{stack.logs()}"
     return issue
 
 
@@ -147,16 +146,23 @@ def our_sandboxes(job_ids: list[str]) -> list[str]:
 def test_one_host_compose_turns_a_labelled_issue_into_a_draft_pr(
     tmp_path: Path, images: tuple[str, str], network: Network, github: FakeGitHub, model: ScriptedModelServer
 ) -> None:
-    stack = ComposeStack([DEPLOY / "compose.yml", HERE / "compose.test.yml"], tmp_path,
-                         stack_env(tmp_path, images, network, github, model))
+    stack = ComposeStack(
+        [DEPLOY / "compose.yml", HERE / "compose.test.yml"],
+        tmp_path,
+        stack_env(tmp_path, images, network, github, model),
+    )
     try:
         stack.up("app")
         url = healthy_url(stack, stack.containers("app")[0])
-        issue = label(url, github, "add() subtracts")
+        issue = label(stack, url, github, "add() subtracts")
         pr = wait_for(lambda: pr_for(github, issue), 240, "a pull request", stack.logs)
         page = httpx.get(url + viewer_link(github, pr), timeout=10)
-        jobs = wait_for(lambda: [j for j in stack.exec_json("app", "mini-fix", "jobs", "--json")
-                                 if j["status"] == "succeeded"], 60, "the job done", stack.logs)
+        jobs = wait_for(
+            lambda: [j for j in stack.exec_json("app", "mini-fix", "jobs", "--json") if j["status"] == "succeeded"],
+            60,
+            "the job done",
+            stack.logs,
+        )
     finally:
         stack.down()
     assert pr["draft"] is True and "return a + b" in github.show(REPO, f"mini-fix/issue-{issue}", "calc.py")
@@ -165,7 +171,11 @@ def test_one_host_compose_turns_a_labelled_issue_into_a_draft_pr(
 
 
 def test_scale_out_two_apis_two_workers_postgres_and_a_killed_worker(
-    tmp_path: Path, images: tuple[str, str], network: Network, github: FakeGitHub, model: ScriptedModelServer,
+    tmp_path: Path,
+    images: tuple[str, str],
+    network: Network,
+    github: FakeGitHub,
+    model: ScriptedModelServer,
     hold: Hold,
 ) -> None:
     files = [DEPLOY / "compose.yml", DEPLOY / "compose.scale.yml", HERE / "compose.scale.test.yml"]
@@ -176,24 +186,32 @@ def test_scale_out_two_apis_two_workers_postgres_and_a_killed_worker(
         stack.up("api", "worker", scale={"api": 2, "worker": 2})
         apis = [healthy_url(stack, cid) for cid in stack.containers("api")]
         workers = stack.containers("worker")
-        issues = [label(url, github, f"add() subtracts (via replica {n})") for n, url in enumerate(apis, 1)]
+        issues = [label(stack, url, github, f"add() subtracts (via replica {n})") for n, url in enumerate(apis, 1)]
         prs = [wait_for(lambda i=i: pr_for(github, i), 300, f"the PR for #{i}", stack.logs) for i in issues]
         pages = [httpx.get(url + viewer_link(github, pr), timeout=10) for pr in prs for url in apis]
 
         hold.armed = True  # the next run stops at its first model call; its worker is killed there
-        killed_issue = label(apis[0], github, "add() subtracts (worker killed)")
+        killed_issue = label(stack, apis[0], github, "add() subtracts (worker killed)")
         assert hold.reached.wait(120), stack.logs()
         victim = next(cid for cid in workers if stack.ip(cid) == model.peers[-1])
         docker("kill", victim)
         hold.released.set()
         killed_pr = wait_for(lambda: pr_for(github, killed_issue), 300, "the PR after the kill", stack.logs)
-        jobs = wait_for(lambda: (rows := stack.exec_json("api", "mini-fix", "jobs", "--json"))
-                        and all(j["status"] == "succeeded" for j in rows) and rows, 120, "all jobs done", stack.logs)
+        jobs = wait_for(
+            lambda: (
+                (rows := stack.exec_json("api", "mini-fix", "jobs", "--json"))
+                and all(j["status"] == "succeeded" for j in rows)
+                and rows
+            ),
+            120,
+            "all jobs done",
+            stack.logs,
+        )
     finally:
         stack.down()
     assert len(apis) == 2 and len(workers) == 2
     assert [p["draft"] for p in prs] == [True, True] and killed_pr["draft"] is True
-    assert [p.status_code for p in pages] == [200] * 4, [p.text[:200] for p in pages]
     assert len(github.pulls) == 3 and len(jobs) == 3
     assert {j["issue"]: j["attempts"] for j in jobs}[killed_issue] == 2
     assert not our_sandboxes([j["id"] for j in jobs])
+    assert [p.status_code for p in pages] == [200] * 4, [p.text[:200] for p in pages]

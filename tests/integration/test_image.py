@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.compose_stack import build
+
 pytestmark = pytest.mark.docker
 ROOT = Path(__file__).resolve().parents[2]
 BASE = os.environ.get("MINIFIX_APP_BASE_IMAGE", "mini-fix-base:bookworm")
@@ -28,11 +30,7 @@ def image() -> str:
     """Build the image (layers cached between runs) from BASE; a failed build fails the tests."""
     if os.environ.get("MINIFIX_SKIP_DOCKER") == "1":
         pytest.skip("MINIFIX_SKIP_DOCKER=1: Docker tests skipped on purpose")
-    build = subprocess.run(
-        ["scripts/build-app-image.sh", BASE, TAG], cwd=ROOT, capture_output=True, text=True
-    )
-    assert build.returncode == 0, build.stdout[-3000:] + build.stderr[-3000:]
-    return TAG
+    return build("build-app-image.sh", BASE, TAG)
 
 
 def test_help_runs_as_a_non_root_user(image: str) -> None:

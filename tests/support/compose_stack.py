@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import shutil
@@ -49,8 +50,9 @@ def docker(*args: str, check: bool = True) -> str:
     return done.stdout
 
 
+@functools.cache
 def build(script: str, *args: str) -> str:
-    """Build an image with one of scripts/build-*.sh (layers cached between runs); its tag."""
+    """Build an image with one of scripts/build-*.sh (layers cached between runs), once per session; its tag."""
     done = subprocess.run([str(ROOT / "scripts" / script), *args], cwd=ROOT, capture_output=True, text=True)
     if done.returncode != 0:
         raise AssertionError(f"{script} failed:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}")
@@ -95,9 +97,16 @@ class ComposeStack:
 
     def containers(self, service: str) -> list[str]:
         """Ids of the service's containers, in replica order."""
-        ids = docker("ps", "-q", "--filter", f"label=com.docker.compose.project={self.name}",
-                     "--filter", f"label=com.docker.compose.service={service}").split()
-        return sorted(ids, key=lambda cid: int(self.inspect(cid)["Config"]["Labels"]["com.docker.compose.container-number"]))
+        ids = docker(
+            "ps",
+            "-q",
+            "--filter",
+            f"label=com.docker.compose.project={self.name}",
+            "--filter",
+            f"label=com.docker.compose.service={service}",
+        ).split()
+        number = "com.docker.compose.container-number"
+        return sorted(ids, key=lambda cid: int(self.inspect(cid)["Config"]["Labels"][number]))
 
     def inspect(self, container: str) -> dict[str, Any]:
         info: dict[str, Any] = json.loads(docker("inspect", container))[0]

@@ -67,8 +67,12 @@ class ScriptedModelServer:
         if self.by_turn:
             index = sum(1 for m in body["messages"] if m.get("role") == "assistant")
         if index >= len(self.replies):
-            return 400, {"error": {"message": f"script exhausted after {len(self.replies)} replies",
-                                   "type": "invalid_request_error"}}
+            return 400, {
+                "error": {
+                    "message": f"script exhausted after {len(self.replies)} replies",
+                    "type": "invalid_request_error",
+                }
+            }
         reply = self.replies[index]
         content = reply(body["messages"]) if callable(reply) else reply
         prompt_tokens = sum(len(str(m.get("content", ""))) // 4 + 1 for m in body["messages"])
@@ -78,10 +82,12 @@ class ScriptedModelServer:
             "object": "chat.completion",
             "created": int(time.time()),
             "model": body.get("model", self.model),
-            "choices": [{"index": 0, "finish_reason": "stop",
-                         "message": {"role": "assistant", "content": content}}],
-            "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
-                      "total_tokens": prompt_tokens + completion_tokens},
+            "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": content}}],
+            "usage": {
+                "prompt_tokens": prompt_tokens,
+                "completion_tokens": completion_tokens,
+                "total_tokens": prompt_tokens + completion_tokens,
+            },
         }
 
     def _handler(self) -> type[BaseHTTPRequestHandler]:

@@ -1,12 +1,13 @@
 #!/bin/bash
 # First start: initdb with POSTGRES_USER/POSTGRES_PASSWORD and create POSTGRES_DB; every start: exec postgres.
+# UTF8 like the official image: with initdb's default here (SQL_ASCII) psycopg returns text as bytes.
 set -euo pipefail
 : "${POSTGRES_USER:=postgres}" "${POSTGRES_DB:=$POSTGRES_USER}"
 : "${POSTGRES_PASSWORD:?set POSTGRES_PASSWORD}"
 if [ ! -s "$PGDATA/PG_VERSION" ]; then
     pwfile="$(mktemp)"
     printf '%s\n' "$POSTGRES_PASSWORD" >"$pwfile"
-    initdb -D "$PGDATA" -U "$POSTGRES_USER" --pwfile="$pwfile" --auth-local=trust --auth-host=scram-sha-256 >/dev/null
+    initdb -D "$PGDATA" -U "$POSTGRES_USER" --encoding=UTF8 --locale=C.UTF-8 --pwfile="$pwfile" --auth-local=trust --auth-host=scram-sha-256 >/dev/null
     rm -f "$pwfile"
     echo "host all all all scram-sha-256" >>"$PGDATA/pg_hba.conf"
     if [ "$POSTGRES_DB" != "postgres" ]; then
