@@ -1,4 +1,8 @@
-"""The dispatch queue: job ids on huey's storage (SqliteHuey in the data dir). The ledger is the truth.
+"""The dispatch queue: job ids on huey's storage. The ledger is the truth.
+
+SqliteHuey in the data dir on one host; with a postgresql:// database URL, PostgresHuey in the ledger's database
+(`FOR UPDATE SKIP LOCKED` dequeue, `LISTEN/NOTIFY` wake-ups), so an API replica's job reaches a worker on any host
+at once instead of at the next reconciler sweep.
 
 Workers pull with `run_next` rather than running huey's consumer: the worker process keeps its own threads and
 signal handling, and a job starts within a fraction of a second of its dispatch. The task code is the same on
@@ -96,12 +100,13 @@ class JobQueue:
 
     def run_next(self, wait: float) -> bool:
         """Run the next job id through huey (which calls the bound handler); wait up to `wait` s for one."""
-        task = self.huey.dequeue()
-        if task is None:
+        task = self.huey.dequeue()  # PostgresHuey blocks here on LISTEN for up to its read timeout
+        if task is None and self._local:
             self._wake.clear()
             task = self.huey.dequeue()  # one more look, so an enqueue racing the clear is not missed
+            if task is None:
+                self._wake.wait(wait)
         if task is None:
-            self._wake.wait(wait)
             return False
         self.huey.execute(task)
         return True
@@ -128,7 +133,12 @@ def _on_a_loop() -> bool:
 
 
 def build_queue(settings: Settings) -> JobQueue:
-    """The queue for these settings: SqliteHuey in the data dir (queue.db)."""
+    """The queue for these settings: PostgresHuey on a postgresql:// database URL, else SqliteHuey (data dir)."""
+    url = settings.database_url or ""
+    if url.startswith(("postgresql://", "postgres://")):
+        from bot.queue.postgres import postgres_huey
+
+        return JobQueue(postgres_huey(url))
     settings.data_dir.mkdir(parents=True, exist_ok=True)
     huey = SqliteHuey("mini-fix", filename=str(settings.data_dir / "queue.db"), results=False)
     # The ledger is the durable record and the reconciler re-dispatches any queued row the queue lacks, so the

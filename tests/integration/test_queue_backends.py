@@ -6,6 +6,7 @@ import threading
 from collections import Counter
 from collections.abc import Iterator
 from contextlib import closing
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -15,6 +16,7 @@ from bot.ledger import open_ledger
 from bot.queue.dispatch import JobQueue, build_queue
 from bot.settings import Settings
 from bot.worker.pool import Worker
+from tests.support.backends import backend_settings
 from tests.support.threads import run_in_threads
 
 pytestmark = pytest.mark.postgres
@@ -66,9 +68,7 @@ def succeed(job: Job, _cancel: threading.Event) -> JobOutcome:
     return JobOutcome(JobStatus.SUCCEEDED, run_id=f"run-{job.id}")
 
 
-def test_reconciler_redispatches_an_expired_lease_and_gives_up_later(
-    settings: Settings, job_queue: JobQueue
-) -> None:
+def test_reconciler_redispatches_an_expired_lease_and_gives_up_later(settings: Settings, job_queue: JobQueue) -> None:
     ledger: Any = open_ledger(settings)
     gave_up: list[Job] = []
     worker = Worker(settings, ledger, job_queue, succeed, on_gave_up=gave_up.append)
@@ -87,3 +87,19 @@ def test_reconciler_redispatches_an_expired_lease_and_gives_up_later(
         assert [j.id for j in gave_up] == [doomed.id]
     finally:
         worker.close()
+
+
+def test_a_postgres_database_url_puts_the_queue_where_every_host_reads_it(tmp_path: Path) -> None:
+    """An API and a worker with separate data dirs share the queue when the ledger is on PostgreSQL."""
+    ran: list[str] = []
+    with (
+        backend_settings("postgres", tmp_path / "api") as api_side,
+        closing(build_queue(api_side)) as api,
+        closing(build_queue(api_side.model_copy(update={"data_dir": tmp_path / "worker"}))) as worker,
+    ):
+        worker.bind(ran.append)
+        waiting = threading.Thread(target=lambda: [worker.run_next(0) for _ in range(3) if not ran])
+        waiting.start()  # blocks on LISTEN; the API's NOTIFY wakes it
+        api.dispatch("job-1")
+        waiting.join()
+    assert ran == ["job-1"]
