@@ -98,8 +98,8 @@ class Ledger(Protocol):
         """Running jobs whose lease ended before `now` (epoch seconds)."""
         ...
 
-    def queued_ids(self) -> builtins.list[str]:
-        """Ids of every queued job, oldest first."""
+    def queued_ids(self, *, control: bool = False) -> builtins.list[str]:
+        """Ids of every queued job (only `/agent` control jobs with control=True), oldest first."""
         ...
 
     def is_cancelled(self, job_id: str) -> bool:

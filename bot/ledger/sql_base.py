@@ -152,9 +152,12 @@ class SqlLedger(Generic[C]):
         """Running jobs whose lease ended before `now`."""
         return sql.select_jobs(self.dialect, self._conn(), "status = 'running' AND lease_expires_at < ?", (now,))
 
-    def queued_ids(self) -> builtins.list[str]:
-        """Ids of every queued job, oldest first."""
-        rows = self._read(f"SELECT id FROM jobs WHERE status = 'queued' ORDER BY created_at, {self.dialect.tiebreak}")
+    def queued_ids(self, *, control: bool = False) -> builtins.list[str]:
+        """Ids of every queued job (only `/agent` control jobs with control=True), oldest first."""
+        kinds = f" AND NOT ({sql.RUNS})" if control else ""
+        rows = self._read(
+            f"SELECT id FROM jobs WHERE status = 'queued'{kinds} ORDER BY created_at, {self.dialect.tiebreak}"
+        )
         return [r[0] for r in rows]
 
     def is_cancelled(self, job_id: str) -> bool:

@@ -13,6 +13,7 @@ from functools import partial
 import structlog
 
 from bot import metrics
+from bot.control_lane import ControlLane
 from bot.jobs import SHUTDOWN_REASON, CancelSignal, Job, JobKind, JobOutcome, JobStatus
 from bot.ledger import open_ledger
 from bot.ledger.contract import Ledger
@@ -52,12 +53,14 @@ class Worker:
         self._running: dict[str, CancelSignal] = {}
         self._lock = threading.Lock()
         self._threads: list[threading.Thread] = []
+        self.control = ControlLane(ledger, self.run_job)  # /agent stop and help, never behind a run
         queue.bind(self.run_job)
 
     def start(self) -> None:
         """Start the job slots and the reconciler."""
         self._stopping.clear()
         targets: list[Callable[[], None]] = [self._slot] * max(1, self.settings.workers) + [self._reconcile_loop]
+        targets.append(partial(self.control.loop, self._stopping))
         targets += [partial(chore, self._stopping) for chore in self.chores]
         self._threads = [
             threading.Thread(target=target, name=f"worker-{n}", daemon=True) for n, target in enumerate(targets)
@@ -216,9 +219,7 @@ class Worker:
 
     def _give_up(self, job: Job) -> None:
         error = f"the worker stopped responding {job.attempts} times; gave up"
-        if job.worker_id is None or not self.ledger.finish(
-            job.id, job.worker_id, JobStatus.FAILED, error=error
-        ):
+        if job.worker_id is None or not self.ledger.finish(job.id, job.worker_id, JobStatus.FAILED, error=error):
             return
         log.error("job failed after max attempts", job_id=job.id, attempts=job.attempts)
         metrics.JOBS_FINISHED.labels(status=JobStatus.FAILED.value).inc()
