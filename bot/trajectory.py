@@ -6,16 +6,19 @@ import functools
 import json
 import os
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
+import structlog
+
 TRAJECTORY_FORMAT = "mini-swe-agent-1.1"
 REDACTED = "***"
 Messages = list[dict[str, Any]]
+log = structlog.get_logger(__name__)
 
 
 @dataclass(frozen=True)
@@ -33,9 +36,15 @@ class TrajectoryWriter:
     """Writes one run's trajectory file, atomically, every time `save` is called."""
 
     def __init__(
-        self, path: Path, *, secrets: Sequence[str] = (), mini_fix: dict[str, Any] | None = None
+        self,
+        path: Path,
+        *,
+        secrets: Sequence[str] = (),
+        mini_fix: dict[str, Any] | None = None,
+        mirror: Callable[[str], None] | None = None,
     ) -> None:
         self.path = path
+        self.mirror = mirror  # also given each saved text (the database every API replica reads)
         self.secrets = list(secrets)
         self.mini_fix = dict(mini_fix or {})
         self.started_at = _now()
@@ -90,7 +99,16 @@ class TrajectoryWriter:
         except BaseException:
             Path(tmp).unlink(missing_ok=True)
             raise
+        self._mirror(text)
         return data
+
+    def _mirror(self, text: str) -> None:
+        if self.mirror is None:
+            return
+        try:
+            self.mirror(text)
+        except Exception:  # the database is down: the run goes on, the local file has every step
+            log.warning("trajectory not stored in the database this step", path=str(self.path), exc_info=True)
 
 
 def redact(value: Any, secrets: Sequence[str]) -> Any:

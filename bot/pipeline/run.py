@@ -62,6 +62,7 @@ class PipelineDeps:
     workdir: Path | None = None  # parent of the per-run checkout directories (None: the system temp dir)
     stop_runs: StopRuns | None = None  # Ledger.cancel, for `/agent stop` jobs
     remember_label: RememberLabel | None = None  # Ledger.remember_label: the webhook path learns renamed labels
+    save_trajectory: Callable[[str, str], None] | None = None  # (run id, JSON): where every API replica reads it
 
 
 def run_pipeline(job: Job, cancel: threading.Event, deps: PipelineDeps) -> JobOutcome:
@@ -197,6 +198,7 @@ def _sandboxed(
         deps.settings.data_dir / "runs" / run_id / "trajectory.json",
         secrets=[*secrets, *deps.settings.secrets],
         mini_fix={"repo": state.job.repo, "issue": state.number, "run_id": run_id, "job_id": state.job.id},
+        mirror=partial(deps.save_trajectory, run_id) if deps.save_trajectory else None,
     )
     try:
         with execute.closed_on_cancel(sandbox, cancel):

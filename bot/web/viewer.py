@@ -9,12 +9,11 @@ from __future__ import annotations
 import hmac
 import json
 from functools import cache
-from pathlib import Path
 from typing import Any
 
 import jinja2
 from fastapi import FastAPI, HTTPException, Request
-from fastapi.responses import FileResponse, HTMLResponse
+from fastapi.responses import HTMLResponse, Response
 
 from bot.github.urls import web_url
 from bot.jobs import Job
@@ -23,6 +22,7 @@ from bot.pipeline.transcript import steps_from_messages
 from bot.render import PROMPTS_DIR, duration, thousands
 from bot.settings import Settings
 from bot.signing import check_signature, run_query, valid_run_id
+from bot.trajectory_store import TrajectoryStore, open_trajectories
 
 MAX_LISTED = 100
 NO_STORE = {"Cache-Control": "no-store", "X-Robots-Tag": "noindex", "Referrer-Policy": "no-referrer"}
@@ -43,11 +43,11 @@ def templates() -> jinja2.Environment:
 
 
 class Viewer:
-    """The viewer's routes over one data dir and ledger."""
+    """The viewer's routes over one trajectory store and ledger."""
 
-    def __init__(self, settings: Settings, ledger: Ledger) -> None:
+    def __init__(self, settings: Settings, ledger: Ledger, store: TrajectoryStore | None = None) -> None:
         self.settings, self.ledger = settings, ledger
-        self.runs_dir = settings.data_dir / "runs"
+        self.store = store or open_trajectories(settings)
 
     def register(self, app: FastAPI) -> None:
         """Add the three routes to `app`."""
@@ -61,14 +61,13 @@ class Viewer:
             raise HTTPException(404, "the run list is off: set MINIFIX_OPERATOR_TOKEN to turn it on")
         if not self._is_operator(request):
             raise HTTPException(401, "operator token required", headers={"WWW-Authenticate": "Bearer"})
-        rows = [self._row(path) for path in self._recent()]
+        rows = [self._row(run_id) for run_id in self.store.recent(MAX_LISTED)]
         github = web_url(self.settings.github_api_url)
         return self._page("runs.html", runs=[r for r in rows if r is not None], github=github)
 
     def run_page(self, run_id: str, request: Request) -> HTMLResponse:
         """One run, step by step."""
-        path = self._authorised_file(run_id, request)
-        data = _load(path)
+        data = _parse(self._authorised_text(run_id, request))
         if data is None:
             raise HTTPException(404, "this run's trajectory cannot be read")
         meta = data.get("mini_fix") or {}
@@ -86,12 +85,12 @@ class Viewer:
         }
         return self._page("run.html", **variables)
 
-    def run_json(self, run_id: str, request: Request) -> FileResponse:
+    def run_json(self, run_id: str, request: Request) -> Response:
         """The trajectory file itself (mini-swe-agent's format)."""
-        path = self._authorised_file(run_id, request)
-        return FileResponse(path, media_type="application/json", headers=NO_STORE)
+        text = self._authorised_text(run_id, request)
+        return Response(text, media_type="application/json", headers=NO_STORE)
 
-    def _authorised_file(self, run_id: str, request: Request) -> Path:
+    def _authorised_text(self, run_id: str, request: Request) -> str:
         if not valid_run_id(run_id):
             raise HTTPException(404, "no such run")
         signature, expires = request.query_params.get("sig", ""), request.query_params.get("exp", "")
@@ -100,10 +99,10 @@ class Viewer:
             raise HTTPException(
                 403, "this link is not signed for this run or has expired; use the link mini-fix posted on GitHub"
             )
-        path = self.runs_dir / run_id / "trajectory.json"
-        if not path.is_file():
+        text = self.store.load(run_id)
+        if text is None:
             raise HTTPException(404, "no such run")
-        return path
+        return text
 
     def _is_operator(self, request: Request) -> bool:
         if self.settings.operator_token is None:
@@ -114,17 +113,10 @@ class Viewer:
         given = header[7:] if header.lower().startswith("bearer ") else ""
         return bool(expected and given) and hmac.compare_digest(given.encode(), expected.encode())
 
-    def _recent(self) -> list[Path]:
-        if not self.runs_dir.is_dir():
-            return []
-        found = [p for p in self.runs_dir.glob("*/trajectory.json") if valid_run_id(p.parent.name)]
-        return sorted(found, key=lambda p: p.stat().st_mtime, reverse=True)[:MAX_LISTED]
-
-    def _row(self, path: Path) -> dict[str, Any] | None:
-        data = _load(path)
+    def _row(self, run_id: str) -> dict[str, Any] | None:
+        data = _parse(self.store.load(run_id))
         if data is None:
             return None
-        run_id = path.parent.name
         meta = data.get("mini_fix") or {}
         job = self._job(meta)
         return {
@@ -145,10 +137,10 @@ class Viewer:
         return HTMLResponse(html, headers={**NO_STORE, "Content-Security-Policy": CSP})
 
 
-def _load(path: Path) -> dict[str, Any] | None:
+def _parse(text: str | None) -> dict[str, Any] | None:
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        data = json.loads(text) if text is not None else None
+    except ValueError:
         return None
     return data if isinstance(data, dict) else None
 

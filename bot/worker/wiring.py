@@ -20,6 +20,7 @@ from bot.ledger import open_ledger
 from bot.pipeline.admit import RememberLabel
 from bot.pipeline.control import StopRuns
 from bot.pipeline.run import PipelineDeps, run_pipeline
+from bot.trajectory_store import shared_saver
 from bot.settings import Settings
 from bot.worker.labels import LabelKeeper
 from bot.worker.notices import gave_up_notifier
@@ -73,6 +74,7 @@ def build_runner(
         return LitellmModel(config, api_key=api_key)
 
     agent_config = load_config(settings.agent_config)
+    save_trajectory = shared_saver(settings)  # one database connection per worker process
 
     def runner(job: Job, cancel: threading.Event) -> JobOutcome:
         if job.attempts > 1:
@@ -85,6 +87,7 @@ def build_runner(
             agent_config,
             stop_runs=stop_runs,
             remember_label=remember_label,
+            save_trajectory=save_trajectory,
         )
         return run_pipeline(job, cancel, deps)
 
