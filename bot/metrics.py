@@ -2,10 +2,26 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
-from prometheus_client import CONTENT_TYPE_LATEST, Counter, Gauge, Histogram, generate_latest
+from prometheus_client import (
+    CONTENT_TYPE_LATEST,
+    REGISTRY,
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    generate_latest,
+    start_http_server,
+)
+from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.registry import Collector
+
+from bot.jobs import JobStatus
+
+Fleet = Callable[[], tuple[dict[str, int], float | None]]  # Ledger.fleet
 
 DELIVERIES = Counter(
     "minifix_webhook_deliveries_total",
@@ -29,6 +45,11 @@ JOB_SECONDS = Histogram(
     "Wall time of one job run (claim to outcome), by kind.",
     ["kind"],
     buckets=(1, 5, 15, 30, 60, 120, 300, 600, 1200, 1800, 3600),
+)
+QUEUE_WAIT_SECONDS = Histogram(
+    "minifix_job_queue_wait_seconds",
+    "Time a job waited from its delivery to a worker's claim (first attempts).",
+    buckets=(0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 15, 60, 300, 1800),
 )
 QUEUE_DEPTH = Gauge("minifix_queue_depth", "Job ids waiting in the dispatch queue (read at scrape time).")
 MODEL_TOKENS = Counter("minifix_model_tokens_total", "Tokens the model read and wrote, by direction.", ["direction"])
@@ -62,6 +83,39 @@ def watch_queue(depth: Callable[[], int]) -> None:
     QUEUE_DEPTH.set_function(depth)
 
 
-def render() -> tuple[bytes, str]:
-    """The metrics in Prometheus text format, and its content type."""
-    return generate_latest(), CONTENT_TYPE_LATEST
+class FleetCollector(Collector):
+    """Gauges read from the ledger at scrape time: the same on every API replica, whichever worker ran what."""
+
+    def __init__(self, fleet: Fleet, clock: Callable[[], float] = time.time) -> None:
+        self.fleet, self.clock = fleet, clock
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        """minifix_fleet_jobs{status}, minifix_fleet_queue_depth, minifix_fleet_oldest_queued_seconds."""
+        counts, oldest = self.fleet()
+        jobs = GaugeMetricFamily(
+            "minifix_fleet_jobs", "Jobs in the ledger, by status (every worker).", labels=["status"]
+        )
+        for status in JobStatus:
+            jobs.add_metric([status.value], counts.get(status.value, 0))
+        yield jobs
+        queued = counts.get(JobStatus.QUEUED.value, 0)
+        yield GaugeMetricFamily("minifix_fleet_queue_depth", "Queued jobs in the ledger (every replica's).", queued)
+        age = max(0.0, self.clock() - oldest) if oldest is not None else 0.0
+        yield GaugeMetricFamily("minifix_fleet_oldest_queued_seconds", "Age of the oldest queued job.", age)
+
+
+def fleet_registry(fleet: Fleet) -> CollectorRegistry:
+    """A registry of the fleet gauges alone (one per app, added to what /metrics renders)."""
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(FleetCollector(fleet))
+    return registry
+
+
+def serve(port: int, host: str = "0.0.0.0") -> None:
+    """Serve this process's metrics at http://host:port/metrics from a background thread (a worker's)."""
+    start_http_server(port, addr=host)
+
+
+def render(*extra: CollectorRegistry) -> tuple[bytes, str]:
+    """The metrics in Prometheus text format (this process's, then `extra`'s), and its content type."""
+    return b"".join(generate_latest(r) for r in (REGISTRY, *extra)), CONTENT_TYPE_LATEST

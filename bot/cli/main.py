@@ -25,7 +25,8 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--port", type=int, default=3000)
     serve.add_argument("--no-worker", action="store_true", help="API only; run `mini-fix worker` elsewhere")
 
-    sub.add_parser("worker", help="a worker process only")
+    worker = sub.add_parser("worker", help="a worker process only")
+    worker.add_argument("--metrics-port", type=int, help="serve this worker's /metrics on this port (all interfaces)")
 
     run = sub.add_parser("run", help="run the agent on a local checkout in the sandbox, no GitHub")
     run.add_argument("--repo", type=Path, required=True, help="path of a git checkout (never modified)")
@@ -72,8 +73,12 @@ def _wire_worker(settings: Settings) -> Worker:
     return wire_worker(settings)
 
 
-def _worker(settings: Settings, _args: argparse.Namespace) -> int:
+def _worker(settings: Settings, args: argparse.Namespace) -> int:
     worker = _wire_worker(settings)
+    if args.metrics_port:
+        from bot import metrics
+
+        metrics.serve(args.metrics_port)
     stop = threading.Event()
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: stop.set())

@@ -55,9 +55,7 @@ class Ledger(Protocol):
         """The oldest (installation id, owner/name) still needing its trigger label, removed from the list."""
         ...
 
-    def count_jobs(
-        self, installation_id: int, status: JobStatus, *, other_than: tuple[str, int] | None = None
-    ) -> int:
+    def count_jobs(self, installation_id: int, status: JobStatus, *, other_than: tuple[str, int] | None = None) -> int:
         """Fix and retry jobs of an installation in `status` (queue-full ones and one issue's left out)."""
         ...
 
@@ -100,6 +98,10 @@ class Ledger(Protocol):
 
     def queued_ids(self, *, control: bool = False) -> builtins.list[str]:
         """Ids of every queued job (only `/agent` control jobs with control=True), oldest first."""
+        ...
+
+    def fleet(self) -> tuple[dict[str, int], float | None]:
+        """Jobs by status across every worker, and the oldest queued job's creation time (epoch s, or None)."""
         ...
 
     def is_cancelled(self, job_id: str) -> bool:

@@ -160,6 +160,12 @@ class SqlLedger(Generic[C]):
         )
         return [r[0] for r in rows]
 
+    def fleet(self) -> tuple[dict[str, int], float | None]:
+        """Jobs by status across every worker, and the oldest queued job's creation time (epoch s, or None)."""
+        counts = {str(r[0]): int(r[1]) for r in self._read("SELECT status, COUNT(*) FROM jobs GROUP BY status")}
+        oldest = self._read("SELECT MIN(created_at) FROM jobs WHERE status = 'queued'").fetchone()[0]
+        return counts, None if oldest is None else float(oldest)
+
     def is_cancelled(self, job_id: str) -> bool:
         """True when the job was cancelled or superseded."""
         job = self.get(job_id)

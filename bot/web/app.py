@@ -11,6 +11,7 @@ from typing import Any
 
 from fastapi import FastAPI, Response
 from fastapi.responses import JSONResponse
+from prometheus_client import CollectorRegistry
 
 from bot import metrics
 from bot.ledger import open_ledger
@@ -64,7 +65,7 @@ def create_app(
         # would only add per-request cost on the hot path.
         app.add_route(path, receiver.handle, methods=["POST"], include_in_schema=False)
     app.add_api_route("/healthz", _healthz(ledger, embedded_worker), methods=["GET"])
-    app.add_api_route("/metrics", _metrics, methods=["GET"])
+    app.add_api_route("/metrics", _metrics(metrics.fleet_registry(ledger.fleet)), methods=["GET"])
     register_viewer(app, settings, ledger)
     metrics.watch_queue(queue.depth)
     return app
@@ -90,6 +91,10 @@ def _healthz(ledger: Ledger, worker: Worker | None) -> Any:
     return healthz
 
 
-async def _metrics() -> Response:
-    content, content_type = metrics.render()
-    return Response(content, media_type=content_type)
+def _metrics(fleet: CollectorRegistry) -> Any:
+    def metrics_page() -> Response:
+        """This process's metrics and the fleet's gauges (a sync route: the ledger read runs in the threadpool)."""
+        content, content_type = metrics.render(fleet)
+        return Response(content, media_type=content_type)
+
+    return metrics_page

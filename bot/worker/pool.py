@@ -120,6 +120,8 @@ class Worker:
         if job is None:
             log.info("job not claimable (done, stopped or held by another worker)", job_id=job_id)
             return None
+        if job.attempts == 1 and job.created_at is not None:
+            metrics.QUEUE_WAIT_SECONDS.observe(max(0.0, time.time() - job.created_at.timestamp()))
         cancel = CancelSignal()
         with self._lock:
             self._running[job.id] = cancel

@@ -50,16 +50,16 @@ class Hold:
 
 
 @pytest.fixture(scope="module")
-def images() -> tuple[str, str]:
-    """The App's image and the PostgreSQL image, built offline from the offline base."""
+def images() -> Iterator[tuple[str, str]]:
+    """The App's image (a tag of this session's own: other checkouts build on this engine too) and PostgreSQL's."""
     if os.environ.get("MINIFIX_SKIP_DOCKER") == "1":
         pytest.skip("MINIFIX_SKIP_DOCKER=1: Docker tests skipped on purpose")
     if subprocess.run(["docker", "info"], capture_output=True).returncode != 0:
         cs.unavailable("no Docker engine answers: run scripts/ensure-docker.sh (as root)")
     cs.compose_binary()
-    return cs.build("build-app-image.sh", "mini-fix-base:bookworm", "mini-fix:test"), cs.build(
-        "build-postgres-image.sh"
-    )
+    app = cs.build("build-app-image.sh", "mini-fix-base:bookworm", f"mini-fix:compose-{os.getpid()}")
+    yield app, cs.build("build-postgres-image.sh")
+    docker("rmi", app, check=False)
 
 
 @pytest.fixture

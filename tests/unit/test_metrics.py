@@ -3,17 +3,21 @@
 from __future__ import annotations
 
 import threading
+import urllib.request
 from collections.abc import Callable
 from typing import Any
 
 from fastapi.testclient import TestClient
 from prometheus_client.parser import text_string_to_metric_families
 
+from bot import metrics
+from bot.cli.main import _parser
 from bot.jobs import Job, JobKind, JobOutcome, JobRequest, JobStatus
 from bot.ledger.sqlite.ledger import SqliteLedger
 from bot.queue.dispatch import JobQueue
 from bot.settings import Settings
 from bot.worker.pool import Worker
+from tests.support.app_process import free_port
 
 
 def scrape(client: TestClient) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
@@ -66,3 +70,32 @@ def test_deliveries_are_counted_by_event_and_decision(
     assert samples["minifix_webhook_accept_seconds_count", ()] >= 1
     for name in ("minifix_model_call_seconds_count", "minifix_sandbox_exec_seconds_count"):
         assert (name, ()) in samples  # declared, so dashboards see them before the first job
+
+
+def test_fleet_gauges_come_from_the_ledger(client: TestClient, ledger: SqliteLedger) -> None:
+    first = ledger.submit(JobRequest(JobKind.FIX, 77, "octo/widgets", 1, "alice", "d-1")).job
+    ledger.submit(JobRequest(JobKind.FIX, 77, "octo/widgets", 2, "alice", "d-2"))
+    ledger.claim(first.id, "another-host", 60)  # a job some other worker runs: this process never saw it
+    samples = scrape(client)
+    assert samples["minifix_fleet_jobs", (("status", "queued"),)] == 1
+    assert samples["minifix_fleet_jobs", (("status", "running"),)] == 1
+    assert samples["minifix_fleet_jobs", (("status", "failed"),)] == 0
+    assert samples["minifix_fleet_queue_depth", ()] == 1
+    assert ("minifix_fleet_oldest_queued_seconds", ()) in samples
+
+
+def test_oldest_queued_age_is_now_minus_the_oldest_creation() -> None:
+    collector = metrics.FleetCollector(lambda: ({"queued": 3}, 1000.0), clock=lambda: 1042.5)
+    values = {f.name: f.samples[0].value for f in collector.collect() if f.name != "minifix_fleet_jobs"}
+    assert values == {"minifix_fleet_queue_depth": 3, "minifix_fleet_oldest_queued_seconds": 42.5}
+    idle = metrics.FleetCollector(lambda: ({}, None), clock=lambda: 1042.5)
+    assert [f.samples[0].value for f in idle.collect() if f.name == "minifix_fleet_oldest_queued_seconds"] == [0]
+
+
+def test_a_worker_serves_its_own_metrics_port() -> None:
+    port = free_port()
+    metrics.serve(port, host="127.0.0.1")
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as response:
+        text = response.read().decode()
+    assert "minifix_jobs_running" in text and "minifix_job_queue_wait_seconds_bucket" in text
+    assert _parser().parse_args(["worker", "--metrics-port", str(port)]).metrics_port == port
