@@ -6,6 +6,7 @@ import builtins
 import json
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import Future
 from typing import Any, Generic, Protocol, TypeVar
 
@@ -22,6 +23,7 @@ class Db(Connection, Protocol):
 
 
 C = TypeVar("C", bound=Db)
+T = TypeVar("T")
 
 
 class Ops(Protocol):
@@ -69,8 +71,18 @@ class SqlLedger(Generic[C]):
         """Run one UPDATE of a job this worker holds; True when it changed the row."""
         raise NotImplementedError
 
+    def _on_conn(self, use: Callable[[C], T]) -> T:
+        """`use` this thread's connection; once more on a new one if it turned out dead (the server restarted)."""
+        conn = self._conn()
+        try:
+            return use(conn)
+        except Exception:
+            if self._usable(conn):
+                raise
+            return use(self._conn())
+
     def _read(self, text: str, params: tuple[Any, ...] = ()) -> Any:
-        return self._conn().execute(self.dialect.sql(text), params)
+        return self._on_conn(lambda conn: conn.execute(self.dialect.sql(text), params))
 
     def submit_nowait(self, req: JobRequest) -> Future[SubmitResult]:
         """Record a job; the future resolves once the row is committed."""
@@ -99,15 +111,15 @@ class SqlLedger(Generic[C]):
 
     def installation_active(self, installation_id: int) -> bool:
         """False when the installation was deleted or is suspended."""
-        return self.installs.active(self._conn(), installation_id)
+        return self._on_conn(lambda conn: self.installs.active(conn, installation_id))
 
     def trigger_label(self, repo: str) -> str | None:
         """The trigger label a worker last read from the repository's (or its owner's) config; None = default."""
-        return sql.trigger_label(self.dialect, self._conn(), repo)
+        return self._on_conn(lambda conn: sql.trigger_label(self.dialect, conn, repo))
 
     def count_jobs(self, installation_id: int, status: JobStatus, *, other_than: tuple[str, int] | None = None) -> int:
         """Fix and retry jobs of an installation in `status` (queue-full ones and one issue's left out)."""
-        return self.installs.count(self._conn(), installation_id, status.value, other_than=other_than)
+        return self._on_conn(lambda c: self.installs.count(c, installation_id, status.value, other_than=other_than))
 
     def installation(self, installation_id: int) -> dict[str, Any] | None:
         """The recorded installation: account, suspended, repositories; None when unknown or deleted."""
@@ -119,13 +131,13 @@ class SqlLedger(Generic[C]):
 
     def get(self, job_id: str) -> Job | None:
         """One job, or None."""
-        found = sql.select_jobs(self.dialect, self._conn(), "id = ?", (job_id,))
+        found = self._on_conn(lambda conn: sql.select_jobs(self.dialect, conn, "id = ?", (job_id,)))
         return found[0] if found else None
 
     def list(self, limit: int = 50) -> builtins.list[Job]:
         """The newest jobs first."""
         where = f"1 = 1 ORDER BY created_at DESC, {self.dialect.tiebreak} DESC LIMIT ?"
-        return sql.select_jobs(self.dialect, self._conn(), where, (limit,))
+        return self._on_conn(lambda conn: sql.select_jobs(self.dialect, conn, where, (limit,)))
 
     def renew(self, job_id: str, worker_id: str, lease_seconds: float) -> bool:
         """Extend the lease; False when the job is no longer running under this worker."""
@@ -150,7 +162,8 @@ class SqlLedger(Generic[C]):
 
     def expired(self, now: float) -> builtins.list[Job]:
         """Running jobs whose lease ended before `now`."""
-        return sql.select_jobs(self.dialect, self._conn(), "status = 'running' AND lease_expires_at < ?", (now,))
+        where = "status = 'running' AND lease_expires_at < ?"
+        return self._on_conn(lambda conn: sql.select_jobs(self.dialect, conn, where, (now,)))
 
     def queued_ids(self, *, control: bool = False) -> builtins.list[str]:
         """Ids of every queued job (only `/agent` control jobs with control=True), oldest first."""

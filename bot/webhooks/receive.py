@@ -29,6 +29,9 @@ SECRET_HINT = "sign with the App's webhook secret (MINIFIX_WEBHOOK_SECRET must e
 log = structlog.get_logger(__name__)
 
 
+RETRY_AFTER_SECONDS = "10"
+
+
 class Rejected(Exception):
     """A delivery we refuse, with the status and a message for whoever sent it."""
 
@@ -104,7 +107,9 @@ class WebhookReceiver:
         known = event if event in ROUTES or event == "ping" else "other"
         metrics.DELIVERIES.labels(event=known, outcome=str(body.get("action", status))).inc()
         metrics.ACCEPT_SECONDS.observe(time.perf_counter() - started)
-        return JSONResponse(body, status_code=status)
+        # 503: the ledger is unreachable (e.g. PostgreSQL restarting); nothing was recorded, so send it again.
+        headers = {"Retry-After": RETRY_AFTER_SECONDS} if status == 503 else None
+        return JSONResponse(body, status_code=status, headers=headers)
 
     async def _accept(
         self, request: Request, event: str, delivery: str, dlog: FilteringBoundLogger

@@ -23,11 +23,12 @@ def free_port() -> int:
 class AppProcess:
     """One `mini-fix serve` (or `worker`) process with its own environment; output goes to a log file."""
 
-    def __init__(self, env: dict[str, str], log: Path, *, command: str = "serve") -> None:
+    def __init__(self, env: dict[str, str], log: Path, *, command: str = "serve", args: tuple[str, ...] = ()) -> None:
         self.port = free_port()
         self.env = {**os.environ, **env}
         self.log_path = log
         self.command = command
+        self.args = args  # more arguments of the command, e.g. ("--no-worker",)
         self.proc: subprocess.Popen[bytes] | None = None
 
     @property
@@ -35,7 +36,7 @@ class AppProcess:
         return f"http://127.0.0.1:{self.port}"
 
     def start(self, timeout: float = 60.0) -> AppProcess:
-        args = [sys.executable, "-m", "bot.cli", self.command]
+        args = [sys.executable, "-m", "bot.cli", self.command, *self.args]
         if self.command == "serve":
             args += ["--host", "127.0.0.1", "--port", str(self.port)]
         with self.log_path.open("ab") as log:

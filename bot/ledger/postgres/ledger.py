@@ -54,4 +54,4 @@ class PostgresLedger(SqlLedger[Conn]):
         """Take a queued job, or a running one whose lease expired (one attempt more)."""
         now = time.time()
         params = (worker_id, now + lease_seconds, now, job_id, now)
-        return ledger_postgres_ops.one_job(self._conn(), ledger_postgres_ops.CLAIM, params)
+        return self._on_conn(lambda conn: ledger_postgres_ops.one_job(conn, ledger_postgres_ops.CLAIM, params))
