@@ -25,7 +25,7 @@ from tests.support.fake_github import FakeGitHub, throwaway_key
 from tests.support.model_server import ScriptedModelServer
 from tests.support.webhooks import deliver, labeled
 
-pytestmark = pytest.mark.compose
+pytestmark = [pytest.mark.docker, pytest.mark.compose]
 HERE = Path(__file__).parent
 DEPLOY = cs.ROOT / "deploy"
 LINK = re.compile(r"http://mini-fix\.test(/runs/[A-Za-z0-9_-]+\?sig=[0-9a-f]+)")

@@ -23,7 +23,7 @@ from tests.support.app_process import AppProcess
 from tests.support.compose_stack import docker, wait_for
 from tests.support.webhooks import deliver, labeled
 
-pytestmark = pytest.mark.compose
+pytestmark = [pytest.mark.docker, pytest.mark.compose]
 SECRET = "pg-restart-secret-3e1f0a"
 REPO = "acme/calc"
 
