@@ -8,6 +8,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from datetime import datetime
 from typing import Any
 
 import docker
@@ -22,6 +23,7 @@ LABEL = "mini-fix"
 RUN_ID_LABEL = "mini-fix.run-id"
 JOB_ID_LABEL = "mini-fix.job-id"
 DEADLINE_LABEL = "mini-fix.deadline"
+EXITED_GRACE_SECONDS = 60.0  # the run that owned a stopped container has read its exit state by then
 # What the runner (root in the container, every other process is the action uid) keeps; nothing else is kept.
 # SETUID/SETGID: start each action as the action uid and kill by uid from a helper that takes it. SETPCAP: empty
 # the bounding set the actions inherit. Not KILL, DAC_* or CHOWN: the runner never signals or reads across uids.
@@ -201,10 +203,11 @@ def remove_network(client: docker.DockerClient, name: str) -> bool:
 
 
 def sweep(client: docker.DockerClient | None = None, *, now: float | None = None) -> int:
-    """Force-remove mini-fix containers (and their volumes) whose deadline has passed; returns how many containers."""
+    """Force-remove mini-fix containers (and their volumes) past their deadline, or stopped for a while (e.g. by an
+    engine restart while their worker could not reach it); returns how many containers."""
     client = client or connect()
     now = time.time() if now is None else now
-    expired = [c["Id"] for c in _ours(client, f"{LABEL}=1") if _deadline(c) < now]
+    expired = [c["Id"] for c in _ours(client, f"{LABEL}=1") if _deadline(c) < now or _exited_before(client, c, now)]
     removed = sum(force_remove(client, container_id) for container_id in expired)
     for volume in _our_volumes(client, f"{LABEL}=1"):
         if _deadline(volume) < now:
@@ -247,6 +250,21 @@ def _our_networks(client: docker.DockerClient, label: str) -> list[dict[str, Any
     with translated():
         found: list[dict[str, Any]] = client.api.networks(filters={"label": label})
     return found
+
+
+def _exited_before(client: docker.DockerClient, container: dict[str, Any], now: float) -> bool:
+    """A sandbox is never restarted: one that stopped over EXITED_GRACE_SECONDS ago serves nobody."""
+    if container.get("State") not in ("exited", "dead"):
+        return False
+    try:
+        finished = str(client.api.inspect_container(container["Id"])["State"].get("FinishedAt") or "")
+    except NotFound:  # removed meanwhile
+        return False
+    try:  # RFC 3339 with nanoseconds: keep the microseconds Python reads
+        stamp = datetime.fromisoformat(finished[:26].rstrip("Z") + "+00:00").timestamp()
+    except ValueError:
+        return True
+    return now - stamp > EXITED_GRACE_SECONDS
 
 
 def _deadline(container: dict[str, Any]) -> float:
