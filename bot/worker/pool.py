@@ -13,12 +13,12 @@ from functools import partial
 import structlog
 
 from bot import metrics
-from bot.control_lane import ControlLane
 from bot.jobs import SHUTDOWN_REASON, CancelSignal, Job, JobKind, JobOutcome, JobStatus
 from bot.ledger import open_ledger
 from bot.ledger.contract import Ledger
 from bot.queue.dispatch import JobQueue, build_queue
 from bot.settings import Settings
+from bot.worker.control_lane import ControlLane
 
 Runner = Callable[[Job, threading.Event], JobOutcome]
 GaveUp = Callable[[Job], None]

@@ -20,8 +20,8 @@ from bot.ledger import open_ledger
 from bot.pipeline.admit import RememberLabel
 from bot.pipeline.control import StopRuns
 from bot.pipeline.run import PipelineDeps, run_pipeline
-from bot.trajectory_store import shared_saver
 from bot.settings import Settings
+from bot.trajectory_store import shared_saver
 from bot.worker.labels import LabelKeeper
 from bot.worker.notices import gave_up_notifier
 from bot.worker.pool import Worker, build_worker

@@ -1,7 +1,8 @@
 """The Docker engine restarted in the middle of a run: the run ends with a clear comment and no container is left.
 
 The App runs its sandboxes on a Docker engine of the test's own (a second `dockerd` with its own socket, data and
-exec roots, no bridge), so restarting it touches nothing else on this machine. The scripted model holds the run
+exec roots, and a bridge of its own: `--bridge none` would make dockerd delete the main engine's `docker0`), so
+restarting it touches nothing else on this machine. The scripted model holds the run
 after its first action until the engine has been restarted.
 """
 
@@ -14,6 +15,7 @@ import subprocess
 import tempfile
 import threading
 import time
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -40,12 +42,17 @@ class PrivateEngine:
     def __init__(self) -> None:
         self.root = Path(tempfile.mkdtemp(prefix="mfd-"))  # short: a unix socket path has ~100 bytes
         self.host = f"unix://{self.root}/docker.sock"
+        self.bridge = f"mfd{uuid.uuid4().hex[:8]}"
         self.proc: subprocess.Popen[bytes] | None = None
+        subnet = f"10.213.{uuid.uuid4().int % 250 + 1}"
+        for cmd in ("link add {} type bridge", f"addr add {subnet}.1/24 dev {{}}", "link set {} up"):
+            subprocess.run(["ip", *cmd.format(self.bridge).split()], check=True, capture_output=True)
 
     def start(self) -> None:
         r = self.root
         args = ["dockerd", "--host", self.host, "--data-root", f"{r}/data", "--exec-root", f"{r}/exec",
-                "--pidfile", f"{r}/docker.pid", "--bridge", "none", "--iptables=false", "--ip-masq=false"]  # fmt: skip
+                "--pidfile", f"{r}/docker.pid", "--bridge", self.bridge, "--iptables=false",
+                "--ip-masq=false"]  # fmt: skip
         with (r / "dockerd.log").open("ab") as log:
             self.proc = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
         wait_for(lambda: self.docker("info").returncode == 0, 60, "the private dockerd", self.log)
@@ -83,6 +90,7 @@ def engine() -> Iterator[PrivateEngine]:
         for cid in private.sandboxes():
             private.docker("rm", "-f", cid)
         private.stop()
+        subprocess.run(["ip", "link", "del", private.bridge], capture_output=True)
         subprocess.run(["umount", "-R", str(private.root / "exec")], capture_output=True)
         shutil.rmtree(private.root, ignore_errors=True)
 

@@ -10,9 +10,9 @@ import pytest
 
 from bot.jobs import Job, JobKind, JobOutcome, JobRequest, JobStatus
 from bot.ledger import Ledger, open_ledger
-from bot.queue import build_queue
+from bot.queue.dispatch import build_queue
 from bot.settings import Settings
-from bot.worker import Worker
+from bot.worker.pool import Worker
 from tests.support.backends import backend_settings
 from tests.support.compose_stack import wait_for
 

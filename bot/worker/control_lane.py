@@ -12,7 +12,7 @@ from collections.abc import Callable
 
 import structlog
 
-from bot.ledger import Ledger
+from bot.ledger.contract import Ledger
 
 POLL_SECONDS = 0.5
 log = structlog.get_logger(__name__)
