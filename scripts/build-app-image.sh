@@ -7,6 +7,8 @@ BASE_IMAGE="${1:-mini-fix-base:bookworm}"
 TAG="${2:-mini-fix:latest}"
 PIP=.venv/bin/pip
 mkdir -p build/wheelhouse
+# setuptools reuses build/lib: a module deleted or moved in the tree would otherwise still ship in the wheel.
+rm -rf build/lib build/bdist.* build/wheelhouse/mini_fix-*.whl
 # The project itself, every runtime dependency (with the postgres extra), and pip to install them in the image.
 "$PIP" wheel -q --wheel-dir build/wheelhouse ".[postgres]"
 "$PIP" download -q --only-binary=:all: --dest build/wheelhouse pip

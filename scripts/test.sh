@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Set up everything the tests need on a fresh machine (venv, Docker engine, sandbox image), then run them all:
-# unit tests (fast, no Docker), the PostgreSQL suite (marker `postgres`) and the Docker integration/end-to-end tests
-# (markers `docker`, `e2e`).
+# unit tests (fast, no Docker), the PostgreSQL suite (marker `postgres`), the Docker integration/end-to-end tests
+# (markers `docker`, `e2e`) and deploy/ brought up for real with docker compose, with its faults (marker `compose`:
+# builds the App's image and a PostgreSQL image from Debian's packages; about 6 minutes on a fresh machine).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh --dev
@@ -9,7 +10,8 @@ scripts/ensure-docker.sh
 # A real PostgreSQL from Debian's packages for the `postgres` tests (ledger/queue suite, many workers).
 MINIFIX_TEST_POSTGRES_URL="${MINIFIX_TEST_POSTGRES_URL:-$(scripts/ensure-postgres.sh | tail -n1)}"
 export MINIFIX_TEST_POSTGRES_URL
-# `docker-compose config` validates deploy/compose*.yml (Debian ships compose v1; the v2 plugin works too).
+# `docker-compose config` validates deploy/compose*.yml and the compose tests bring them up (Debian ships compose
+# v1; the v2 plugin is used where the docker CLI has it).
 command -v docker-compose >/dev/null || docker compose version >/dev/null 2>&1 \
     || DEBIAN_FRONTEND=noninteractive apt-get install -y -q docker-compose >/dev/null \
     || { apt-get update -q >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -q docker-compose >/dev/null; }
