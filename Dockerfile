@@ -20,7 +20,8 @@ RUN set -eux; \
     # Byte-compile only what a process imports at start (a full compileall adds ~170 MB): a cold start drops
     # from ~19 s to a few seconds, and the non-root user could not write these files at run time.
     PYTHONPATH=/opt/mini-fix/site-packages python3 -c "import importlib, pkgutil, bot, sandbox, litellm, psycopg; \
-        [importlib.import_module(m.name) for p in (bot, sandbox) for m in pkgutil.walk_packages(p.__path__, p.__name__ + '.')]"
+        [importlib.import_module(m.name) for p in (bot, sandbox) for m in pkgutil.walk_packages(p.__path__, p.__name__ + '.') \
+         if not m.name.endswith('__main__')]"
 
 FROM ${BASE_IMAGE}
 RUN set -eux; \
