@@ -57,9 +57,7 @@ def images() -> Iterator[tuple[str, str]]:
     if subprocess.run(["docker", "info"], capture_output=True).returncode != 0:
         cs.unavailable("no Docker engine answers: run scripts/ensure-docker.sh (as root)")
     cs.compose_binary()
-    app = cs.build("build-app-image.sh", "mini-fix-base:bookworm", f"mini-fix:compose-{os.getpid()}")
-    yield app, cs.build("build-postgres-image.sh")
-    docker("rmi", app, check=False)
+    yield cs.app_image(), cs.build("build-postgres-image.sh")
 
 
 @pytest.fixture

@@ -13,12 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.compose_stack import build
+from tests.support.compose_stack import app_image
 
 pytestmark = pytest.mark.docker
 ROOT = Path(__file__).resolve().parents[2]
 BASE = os.environ.get("MINIFIX_APP_BASE_IMAGE", "mini-fix-base:bookworm")
-TAG = "mini-fix:test"
 
 
 def docker(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
@@ -30,7 +29,7 @@ def image() -> str:
     """Build the image (layers cached between runs) from BASE; a failed build fails the tests."""
     if os.environ.get("MINIFIX_SKIP_DOCKER") == "1":
         pytest.skip("MINIFIX_SKIP_DOCKER=1: Docker tests skipped on purpose")
-    return build("build-app-image.sh", BASE, TAG)
+    return app_image(BASE)
 
 
 def test_help_runs_as_a_non_root_user(image: str) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import atexit
 import functools
 import json
 import os
@@ -57,6 +58,15 @@ def build(script: str, *args: str) -> str:
     if done.returncode != 0:
         raise AssertionError(f"{script} failed:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}")
     return done.stdout.strip().splitlines()[-1]
+
+
+@functools.cache
+def app_image(base: str = "mini-fix-base:bookworm") -> str:
+    """The App's image from this checkout, built once per session under a tag of its own (other checkouts build
+    on this engine too), untagged when the session ends."""
+    tag = build("build-app-image.sh", base, f"mini-fix:test-{os.getpid()}")
+    atexit.register(docker, "rmi", tag, check=False)
+    return tag
 
 
 class Network:

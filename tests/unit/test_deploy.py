@@ -43,7 +43,8 @@ def test_compose_files_are_valid(files: list[str], tmp_path: Path) -> None:
     services = yaml.safe_load(result.stdout)["services"]
     assert {"app", "vllm"} <= set(services)
     if "compose.scale.yml" in files:
-        assert services["api"]["command"][-1] == "--no-worker" and services["worker"]["command"] == ["worker", "--metrics-port", "9300"]
+        assert services["api"]["command"][-1] == "--no-worker"
+        assert services["worker"]["command"] == ["worker", "--metrics-port", "9300"]
         assert services["worker"]["environment"]["MINIFIX_DATABASE_URL"].startswith("postgresql://")
 
 
