@@ -12,7 +12,7 @@ from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
 from bot.ledger import open_ledger
-from bot.signing import run_signature
+from bot.signing import run_query
 from bot.trajectory import RunStats, TrajectoryWriter
 from bot.trajectory_store import LocalTrajectories, open_trajectories, shared_saver
 from bot.web.viewer import register_viewer
@@ -33,10 +33,10 @@ def test_a_run_written_on_one_host_opens_from_another(tmp_path: Path) -> None:
         api_side = worker_side.model_copy(update={"data_dir": tmp_path / "api"})  # another replica, no files
         app = FastAPI()
         register_viewer(app, api_side, open_ledger(api_side))
-        sig = run_signature(api_side, "run-1")
+        query = run_query(api_side, "run-1")
         with TestClient(app) as client:
-            page = client.get(f"/runs/run-1?sig={sig}")
-            raw = client.get(f"/runs/run-1/trajectory.json?sig={sig}")
+            page = client.get(f"/runs/run-1?{query}")
+            raw = client.get(f"/runs/run-1/trajectory.json?{query}")
             unsigned = client.get("/runs/run-1/trajectory.json")
         with psycopg.connect(worker_side.database_url or "") as conn:
             stored = bytes(conn.execute("SELECT data FROM trajectories WHERE run_id = 'run-1'").fetchone()[0])  # type: ignore[index]
