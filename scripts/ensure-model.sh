@@ -81,11 +81,12 @@ start() {
     local model
     model="$(scripts/model-weights.sh "$SIZE" | tail -n1)"
     log "starting llama.cpp ($ALIAS, $THREADS threads, context $CTX) on 127.0.0.1:$PORT; log: $LOGFILE"
-    # bash writes its own PID, then exec keeps it: the file names the server itself, not a wrapper.
+    # bash writes its own PID, then exec keeps it: the file names the server itself, not a wrapper. The server
+    # must not inherit the lock (fd 9), or the next `start` would wait for it forever.
     setsid bash -c 'echo $$ >"$0"; exec "$@"' "$PIDFILE" \
         "$VENV/bin/python" -m llama_cpp.server --model "$model" --model_alias "$ALIAS" \
         --host 127.0.0.1 --port "$PORT" --n_ctx "$CTX" --n_threads "$THREADS" \
-        >"$LOGFILE" 2>&1 </dev/null &
+        >"$LOGFILE" 2>&1 </dev/null 9>&- &
     wait_ready
     echo "$API_BASE"
 }
