@@ -7,7 +7,7 @@
 # Settings: MINIFIX_REAL_MODEL_SIZE (1.5b | 0.5b, default 1.5b), MINIFIX_REAL_MODEL_PORT (8765),
 # MINIFIX_REAL_MODEL_ALIAS (served model name, default qwen2.5-coder-<size>), MINIFIX_REAL_MODEL_THREADS (2),
 # MINIFIX_REAL_MODEL_CTX (8192). Everything is cached under ${MINIFIX_CACHE_DIR:-$HOME/.cache/mini-fix}:
-# wheels/ (llama-cpp-python compiled once, 6-13 minutes), llama-venv/, models/, run/ (PID and log files).
+# wheels/llama-x86-64-v3/ (llama-cpp-python compiled once, 6-15 minutes), llama-venv/, models/, run/ (PID and log files).
 # Idempotent: `start` on a running server only prints its api base.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -19,12 +19,16 @@ THREADS="${MINIFIX_REAL_MODEL_THREADS:-2}"
 CTX="${MINIFIX_REAL_MODEL_CTX:-8192}"
 LLAMA_VERSION=0.3.36
 CACHE="${MINIFIX_CACHE_DIR:-$HOME/.cache/mini-fix}"
-WHEELS="$CACHE/wheels"
+WHEELS="$CACHE/wheels/llama-x86-64-v3"  # the build flags below are part of the cached wheel's identity
 VENV="$CACHE/llama-venv"
 RUN="$CACHE/run"
 PIDFILE="$RUN/llama-$PORT.pid"
 LOGFILE="$RUN/llama-$PORT.log"
 API_BASE="http://127.0.0.1:$PORT/v1"
+# A portable x86-64-v3 (AVX2) build, not -march=native: on CPUs that report AMX, a native build uses AMX tiles,
+# and where the kernel or hypervisor has not enabled them the server dies of a general protection fault
+# (`ldtilecfg` in libggml-cpu) at its first completion.
+BUILD_FLAGS="-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON"
 
 log() { echo "ensure-model: $*" >&2; }
 
@@ -44,9 +48,10 @@ build_wheel() {
     exec 8>"$WHEELS/.llama-build.lock"
     flock 8
     if ! ls "$WHEELS"/llama_cpp_python-"$LLAMA_VERSION"-*.whl >/dev/null 2>&1; then
-        log "compiling llama-cpp-python $LLAMA_VERSION once (6-13 minutes on two cores); cached in $WHEELS"
-        CMAKE_BUILD_PARALLEL_LEVEL="${CMAKE_BUILD_PARALLEL_LEVEL:-2}" \
-            python3 -m pip wheel --quiet --no-deps "llama-cpp-python==$LLAMA_VERSION" -w "$WHEELS" >&2
+        log "compiling llama-cpp-python $LLAMA_VERSION once (6-15 minutes on two cores); cached in $WHEELS"
+        CMAKE_ARGS="$BUILD_FLAGS" CMAKE_BUILD_PARALLEL_LEVEL="${CMAKE_BUILD_PARALLEL_LEVEL:-2}" \
+            python3 -m pip wheel --quiet --no-deps --no-cache-dir --no-binary llama-cpp-python \
+            "llama-cpp-python==$LLAMA_VERSION" -w "$WHEELS" >&2
     fi
     exec 8>&-
 }
