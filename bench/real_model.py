@@ -6,7 +6,12 @@ sandbox) against an OpenAI-compatible server, by default the CPU llama.cpp serve
 Run by hand (minutes per task on a CPU):
 
     .venv/bin/python bench/real_model.py [--tasks calc,shout] [--temperatures 0,0.7] [--seeds 1]
-        [--agent-config bench/real_model_before.yaml] [--step-limit 8] [--max-tokens 256] [--wall-time 240]
+        [--agent-configs bench/real_model_before.yaml,default] [--step-limit 8] [--max-tokens 256]
+        [--wall-time 240]
+
+Several agent configs (`default` is prompts/agent.yaml) run side by side, interleaved task by task, so a run cut
+short still compares them on the same tasks. A task counts as resolved when the hidden test passes on the run's
+patch, submitted or not.
 """
 
 from __future__ import annotations
@@ -36,6 +41,7 @@ from tests.support.buggy_repos import REPOS, BuggyRepo, build, resolved  # noqa:
 class Outcome:
     """One run of one task."""
 
+    config: str
     task: str
     temperature: float
     seed: int
@@ -68,7 +74,14 @@ def overlay(args: argparse.Namespace, temperature: float, seed: int) -> dict[str
     }
 
 
-def run_once(args: argparse.Namespace, repo: BuggyRepo, temperature: float, seed: int, base: str) -> Outcome:
+def config_label(agent_config: str) -> str:
+    """A short name for an agent config in the table."""
+    return "default" if agent_config == "default" else Path(agent_config).stem
+
+
+def run_once(
+    args: argparse.Namespace, agent_config: str, repo: BuggyRepo, temperature: float, seed: int, base: str
+) -> Outcome:
     """Build the repository, run `mini-fix run` on it, read its trajectory and check the patch."""
     with tempfile.TemporaryDirectory(prefix=f"bench-{repo.name}-") as tmp:
         work = Path(tmp)
@@ -76,8 +89,8 @@ def run_once(args: argparse.Namespace, repo: BuggyRepo, temperature: float, seed
         config = work / "overlay.yaml"
         config.write_text(yaml.safe_dump(overlay(args, temperature, seed)))
         env = {**os.environ, "MINIFIX_DATA_DIR": str(work / "data"), "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
-        if args.agent_config:
-            env["MINIFIX_AGENT_CONFIG"] = str(Path(args.agent_config).resolve())
+        if agent_config != "default":
+            env["MINIFIX_AGENT_CONFIG"] = str(Path(agent_config).resolve())
         command = [
             sys.executable,
             "-m",
@@ -102,10 +115,12 @@ def run_once(args: argparse.Namespace, repo: BuggyRepo, temperature: float, seed
         trajectory = json.loads((work / "out" / "trajectory.json").read_text())
         patch = (work / "out" / "patch.diff").read_text() if (work / "out" / "patch.diff").exists() else ""
         if args.keep:
-            keep = Path(args.keep) / f"{repo.name}-t{temperature}-s{seed}.json"
+            keep = Path(args.keep) / f"{config_label(agent_config)}-{repo.name}-t{temperature}-s{seed}.json"
             keep.parent.mkdir(parents=True, exist_ok=True)
             keep.write_text(json.dumps(trajectory))
-        return summarise(trajectory, repo, temperature, seed, wall, resolved(repo, patch, work))
+        outcome = summarise(trajectory, repo, temperature, seed, wall, resolved(repo, patch, work))
+        outcome.config = config_label(agent_config)
+        return outcome
 
 
 def model_seconds(messages: list[dict[str, Any]], started_at: str) -> float:
@@ -127,6 +142,7 @@ def summarise(data: dict[str, Any], repo: BuggyRepo, temperature: float, seed: i
     messages, stats = data["messages"], data["mini_fix"]
     errors = sum(1 for m in messages if m.get("extra", {}).get("interrupt_type") == "FormatError")
     return Outcome(
+        "",
         repo.name,
         temperature,
         seed,
@@ -142,29 +158,36 @@ def summarise(data: dict[str, Any], repo: BuggyRepo, temperature: float, seed: i
 
 
 def table(outcomes: list[Outcome]) -> str:
-    """The per-run table and the totals, as Markdown."""
+    """The per-run table, then one line of totals per agent config, as Markdown."""
     lines = [
-        "| task | temp | seed | exit status | resolved | steps | format errors | prompt tok | completion tok "
-        "| wall s |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "| config | task | temp | seed | exit status | resolved | steps | format errors | prompt tok "
+        "| completion tok | wall s |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for o in outcomes:
         lines.append(
-            f"| {o.task} | {o.temperature} | {o.seed} | {o.exit_status} | {'yes' if o.resolved else 'no'} | {o.steps} "
-            f"| {o.format_errors} | {o.prompt_tokens} | {o.completion_tokens} | {o.wall_seconds:.0f} |"
+            f"| {o.config} | {o.task} | {o.temperature} | {o.seed} | {o.exit_status} | {'yes' if o.resolved else 'no'} "
+            f"| {o.steps} | {o.format_errors} | {o.prompt_tokens} | {o.completion_tokens} | {o.wall_seconds:.0f} |"
         )
+    lines.append("")
+    for config in dict.fromkeys(o.config for o in outcomes):
+        lines.append(f"{config}: {totals([o for o in outcomes if o.config == config])}")
+    return "\n".join(lines)
+
+
+def totals(outcomes: list[Outcome]) -> str:
+    """Resolve rate, format errors per step, steps, model latency and throughput of some runs."""
     steps = sum(o.steps for o in outcomes) or 1
+    errors = sum(o.format_errors for o in outcomes)
     model_time = sum(o.model_seconds for o in outcomes) or 1.0
-    lines += [
-        "",
+    return (
         f"resolved {sum(o.resolved for o in outcomes)}/{len(outcomes)}; submitted "
         f"{sum(o.exit_status == 'Submitted' for o in outcomes)}/{len(outcomes)}; format errors per step "
-        f"{sum(o.format_errors for o in outcomes) / steps:.2f} ({sum(o.format_errors for o in outcomes)}/{steps}); "
-        f"mean steps {steps / max(len(outcomes), 1):.1f}; model latency per step {model_time / steps:.1f} s; "
-        f"completion {sum(o.completion_tokens for o in outcomes) / model_time:.1f} tok/s of model time; "
-        f"wall {sum(o.wall_seconds for o in outcomes):.0f} s",
-    ]
-    return "\n".join(lines)
+        f"{errors / steps:.2f} ({errors}/{steps}); mean steps {steps / max(len(outcomes), 1):.1f}; "
+        f"model latency per step {model_time / steps:.1f} s; completion "
+        f"{sum(o.completion_tokens for o in outcomes) / model_time:.1f} tok/s of model time; "
+        f"wall {sum(o.wall_seconds for o in outcomes):.0f} s"
+    )
 
 
 def parse_args() -> argparse.Namespace:
@@ -173,7 +196,9 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--tasks", default=",".join(REPOS), help=f"comma-separated, from {', '.join(REPOS)}")
     parser.add_argument("--temperatures", default="0,0.7")
     parser.add_argument("--seeds", default="1", help="comma-separated sampling seeds")
-    parser.add_argument("--agent-config", help="agent config to run instead of prompts/agent.yaml")
+    parser.add_argument(
+        "--agent-configs", default="default", help="comma-separated agent config files; `default` = prompts/agent.yaml"
+    )
     parser.add_argument("--api-base", help="OpenAI-compatible server (default: scripts/ensure-model.sh start)")
     parser.add_argument("--alias", default=os.environ.get("MINIFIX_REAL_MODEL_ALIAS", "qwen2.5-coder-1.5b"))
     parser.add_argument("--step-limit", type=int, default=8)
@@ -185,23 +210,25 @@ def parse_args() -> argparse.Namespace:
 
 
 def main() -> None:
-    """Run every task at every temperature and seed, one at a time, then print the table."""
+    """Run every task at every temperature and seed with every config, one at a time, then print the table."""
     args = parse_args()
     base = api_base(args.api_base)
     outcomes = []
     for name in args.tasks.split(","):
         for temperature in (float(t) for t in args.temperatures.split(",")):
             for seed in (int(s) for s in args.seeds.split(",")):
-                outcome = run_once(args, REPOS[name], temperature, seed, base)
-                print(
-                    f"{outcome.task} t={temperature} seed={seed}: {outcome.exit_status}, "
-                    f"resolved={outcome.resolved}, {outcome.steps} steps, {outcome.wall_seconds:.0f}s",
-                    flush=True,
-                )
-                outcomes.append(outcome)
+                for agent_config in args.agent_configs.split(","):
+                    outcome = run_once(args, agent_config, REPOS[name], temperature, seed, base)
+                    print(
+                        f"{outcome.config} {outcome.task} t={temperature} seed={seed}: {outcome.exit_status}, "
+                        f"resolved={outcome.resolved}, {outcome.steps} steps, {outcome.format_errors} format errors, "
+                        f"{outcome.completion_tokens} completion tokens, {outcome.wall_seconds:.0f}s",
+                        flush=True,
+                    )
+                    outcomes.append(outcome)
     print(
-        f"\nagent config: {args.agent_config or 'prompts/agent.yaml'}; model {args.alias} at {base}; "
-        f"max_tokens {args.max_tokens}, step limit {args.step_limit}\n"
+        f"\nmodel {args.alias} at {base}; max_tokens {args.max_tokens}, step limit {args.step_limit}, "
+        f"wall time {args.wall_time} s per run\n"
     )
     print(table(outcomes))
 
