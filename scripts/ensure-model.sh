@@ -40,7 +40,8 @@ server_pid() {
 }
 
 answers() {
-    curl -fsS --max-time 5 "$API_BASE/models" 2>/dev/null | grep -q "\"$ALIAS\""
+    # Generous: on a busy CPU the server answers slowly while it is generating for someone else.
+    curl -fsS --max-time 30 "$API_BASE/models" 2>/dev/null | grep -q "\"$ALIAS\""
 }
 
 build_wheel() {
@@ -74,11 +75,12 @@ start() {
     mkdir -p "$RUN"
     exec 9>"$RUN/llama-$PORT.lock"
     flock 9
-    if [[ -n "$(server_pid)" ]] && answers; then
+    if [[ -n "$(server_pid)" ]]; then
+        wait_ready  # ours is running (perhaps busy or still loading): never start a second one
         echo "$API_BASE"
         return
     fi
-    if curl -fsS --max-time 2 "$API_BASE/models" >/dev/null 2>&1; then
+    if curl -fsS --max-time 5 "$API_BASE/models" >/dev/null 2>&1; then
         log "port $PORT answers but is not our $ALIAS server; set MINIFIX_REAL_MODEL_PORT"
         exit 1
     fi
@@ -97,10 +99,11 @@ start() {
 }
 
 wait_ready() {
-    for _ in $(seq 1 240); do
+    local deadline=$((SECONDS + 300))
+    while ((SECONDS < deadline)); do
         answers && return
+        [[ -s "$PIDFILE" && -z "$(server_pid)" ]] && break  # it died
         sleep 0.5
-        [[ -s "$PIDFILE" && -z "$(server_pid)" ]] && break
     done
     log "the server did not become ready; last lines of $LOGFILE:"
     tail -n 20 "$LOGFILE" >&2 || true
