@@ -11,14 +11,14 @@ from typing import Any
 
 import pytest
 
-from bot.local_run import EXIT_HINTS
+from bot.pipeline.exits import EXITS
 from tests.realmodel.conftest import TIER_CONFIG, RealModel
 from tests.support.buggy_repos import CALC, build
 
 pytestmark = [pytest.mark.docker, pytest.mark.realmodel]
 
 # How a run may end here: submitted, or one of the budget / format statuses with a hint. Not a crash.
-CLEAN_ENDINGS = {"Submitted"} | set(EXIT_HINTS) - {
+CLEAN_ENDINGS = {"Submitted"} | set(EXITS) - {
     "ModelUnavailable",
     "ModelNotFound",
     "ModelAuthError",
