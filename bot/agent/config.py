@@ -40,6 +40,13 @@ class AgentConfig(BaseModel):
     """Prompt plus completion tokens allowed over all calls (0 = no limit)."""
     max_consecutive_format_errors: int = 3
     """Replies in a row without exactly one action that end the run (0 = no limit)."""
+    repeated_failure_limit: int = 0
+    """Failures (non-zero exit) after which the same command is refused, not run again (0 = off, as upstream)."""
+    repeated_failure_template: str = (
+        "This command was not run: it already failed {{failures}} times. "
+        "Try a different approach."
+    )
+    """Jinja2 template of the message sent instead of running a refused command (`command`, `failures`)."""
 
 
 class ModelConfig(BaseModel):

@@ -37,6 +37,10 @@ class FormatError(InterruptAgentFlow):
     """The reply did not hold exactly one action."""
 
 
+class RepeatedFailure(InterruptAgentFlow):
+    """The reply's command already failed too often; it is not run again."""
+
+
 class ModelError(Exception):
     """The model could not answer; the subclass name becomes the run's exit status."""
 
@@ -47,6 +51,10 @@ class ContextWindowExceeded(ModelError):
 
 class ModelUnavailable(ModelError):
     """The model server could not be reached, or kept failing, after every retry."""
+
+
+class ModelTimeout(ModelError):
+    """The model did not answer within the per-call timeout; not retried, the same prompt would be as slow."""
 
 
 class ModelAuthError(ModelError):

@@ -17,6 +17,7 @@ from bot.agent.errors import (
     InterruptAgentFlow,
     LimitsExceeded,
     ModelError,
+    RepeatedFailure,
     TimeExceeded,
     TokenLimitExceeded,
     exit_message,
@@ -73,6 +74,7 @@ class Agent:
         self.messages: list[dict[str, Any]] = []
         self.n_calls = self.prompt_tokens = self.completion_tokens = self.format_errors = 0
         self.cost = 0.0
+        self.failures: dict[str, int] = {}
         self.extra_vars: dict[str, Any] = {}
         self.started = clock()
         self.event: StepEvent | None = None
@@ -112,10 +114,22 @@ class Agent:
         reply = self.query()
         command = self.parse_action(reply)
         self.add({"role": "assistant", "content": reply.content, "extra": self.reply_extra(reply, [command])})
+        self.refuse_repeated_failure(command)
         result = self.sandbox.execute(command)
         self.event = self.step_event(command, result.returncode)
+        if result.returncode != 0:
+            self.failures[command] = self.failures.get(command, 0) + 1
         check_submitted(result)
         self.add(self.observation(command, result))
+
+    def refuse_repeated_failure(self, command: str) -> None:
+        """Raise RepeatedFailure instead of running a command that already failed too often (when enabled)."""
+        limit, failures = self.config.agent.repeated_failure_limit, self.failures.get(command, 0)
+        if limit <= 0 or failures < limit:
+            return
+        self.event = self.step_event(command, None)
+        content = self.render(self.config.agent.repeated_failure_template, command=command, failures=failures)
+        raise RepeatedFailure({"role": "user", "content": content, "extra": {"interrupt_type": "RepeatedFailure"}})
 
     def check_limits(self) -> None:
         """Raise if the run must stop before the next model call (`0 < limit <= value`, as upstream)."""

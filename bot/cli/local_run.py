@@ -67,7 +67,8 @@ def print_step(event: StepEvent) -> None:
         return
     command = (event.command or "").strip().replace("\n", " ⏎ ")
     command = command if len(command) <= 100 else command[:97] + "..."
-    print(f"step {event.step}{limit}  rc={event.returncode}  tokens {tokens}  $ {command}", flush=True)
+    result = "refused (failed before)" if event.returncode is None else f"rc={event.returncode}"
+    print(f"step {event.step}{limit}  {result}  tokens {tokens}  $ {command}", flush=True)
 
 
 def check_checkout(repo: Path) -> str | None:

@@ -37,6 +37,11 @@ EXITS = {
     "ModelUnavailable": Exit(
         Outcome.MODEL_UNAVAILABLE, "the model server could not be reached: is vLLM running, and is --api-base right?"
     ),
+    "ModelTimeout": Exit(
+        Outcome.MODEL_UNAVAILABLE,
+        "the model did not answer within model.model_kwargs.timeout seconds: cap its replies with "
+        "model.model_kwargs.max_tokens, or raise the timeout",
+    ),
     "ModelAuthError": Exit(
         Outcome.MODEL_UNAVAILABLE, "the model server refused the credentials: set MINIFIX_MODEL_API_KEY"
     ),

@@ -90,7 +90,7 @@ def test_zero_or_two_actions_get_a_format_error_and_the_reply_is_not_kept(reply:
         "FormatError",
         found,
     )
-    assert f"you sent {found}" in error["content"]
+    assert f"found {found}." in error["content"]
     assert error["extra"]["model_response"] == reply
     assert reply not in [m["content"] for m in result.messages]
     assert sandbox.commands == ["echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT && echo 'fixed the parser'"]

@@ -1,0 +1,108 @@
+"""Defaults for small self-hosted models: the repeated-failure guard, replies cut at the cap, per-call timeouts."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+import respx
+import yaml
+
+from bot.agent.config import DEFAULT_CONFIG_PATH, ModelConfig, load_config
+from bot.agent.errors import ModelTimeout
+from bot.agent.loop import Agent
+from bot.agent.model import LitellmModel
+from bot.agent.model_base import ModelReply
+from tests.support.fake_sandbox import FakeSandbox
+from tests.support.scripted_model import ScriptedModel, bash
+
+SUBMIT = bash("echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT && echo done")
+FAILING = "git commit -qm fix"
+API_BASE = "http://127.0.0.1:8998/v1"
+
+
+def run(replies: list[Any], agent: dict[str, Any] | None = None) -> tuple[list[dict[str, Any]], FakeSandbox]:
+    sandbox = FakeSandbox()
+    config = load_config(overrides={"agent": agent or {}})
+    result = Agent(ScriptedModel(replies), sandbox, config).run("Fix the widget parser")
+    return result.messages, sandbox
+
+
+def test_a_command_that_failed_twice_is_refused_the_third_time() -> None:
+    messages, sandbox = run([bash(FAILING)] * 3 + [bash("true"), SUBMIT])
+    assert sandbox.commands.count(FAILING) == 2 and "true" in sandbox.commands
+    refusal = messages[7]
+    assert messages[6]["role"] == "assistant" and FAILING in messages[6]["content"]
+    assert refusal["role"] == "user" and refusal["extra"]["interrupt_type"] == "RepeatedFailure"
+    assert "already failed 2 times" in refusal["content"]
+    assert messages[-1]["extra"]["exit_status"] == "Submitted"
+
+
+def test_a_command_that_succeeds_is_never_refused() -> None:
+    _, sandbox = run([bash("true")] * 4 + [SUBMIT])
+    assert sandbox.commands.count("true") == 4
+
+
+def test_the_guard_is_off_when_the_limit_is_zero_as_in_mini_swe_agent() -> None:
+    _, sandbox = run([bash(FAILING)] * 4 + [SUBMIT], agent={"repeated_failure_limit": 0})
+    assert sandbox.commands.count(FAILING) == 4
+
+
+def test_the_guard_is_off_in_mini_swe_agents_own_config_layout(tmp_path: Path) -> None:
+    path = tmp_path / "upstream-like.yaml"
+    path.write_text(yaml.safe_dump({"agent": {"system_template": "s", "instance_template": "{{task}}"}}))
+    assert load_config(path).agent.repeated_failure_limit == 0
+
+
+def test_a_reply_cut_at_the_cap_without_a_command_gets_the_length_message() -> None:
+    cut = ModelReply(
+        "THOUGHT: I will look at the parser and then\n\n```mswea_bash_command\ngrep -n",
+        100,
+        1024,
+        finish_reason="length",
+    )
+    messages, sandbox = run([cut, SUBMIT])
+    error = messages[2]
+    assert error["extra"]["interrupt_type"] == "FormatError" and error["extra"]["finish_reason"] == "length"
+    assert "cut off at the length limit" in error["content"]
+    assert sandbox.commands == ["echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT && echo done"]
+
+
+def test_the_default_config_caps_replies_and_times_out_calls_within_the_run() -> None:
+    config = load_config(DEFAULT_CONFIG_PATH)
+    kwargs = config.model.model_kwargs
+    assert 1024 <= kwargs["max_tokens"] <= 4096
+    assert 0 < kwargs["timeout"] < config.agent.wall_time_limit_seconds
+
+
+def test_the_default_prompt_shows_no_command_but_the_submission() -> None:
+    config = load_config(DEFAULT_CONFIG_PATH)
+    prompt = config.agent.system_template + config.agent.instance_template
+    blocks = prompt.split("```mswea_bash_command\n")[1:]
+    commands = [block.split("\n```")[0] for block in blocks]
+    assert commands[0] == "<one bash command>"
+    assert len(commands) == 2 and commands[1].startswith("echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT")
+
+
+@pytest.fixture
+def api() -> Iterator[respx.MockRouter]:
+    with respx.mock(assert_all_mocked=True, assert_all_called=False) as router:
+        yield router
+
+
+def test_a_call_that_times_out_is_not_retried(api: respx.MockRouter) -> None:
+    route = api.post(f"{API_BASE}/chat/completions").mock(side_effect=httpx.ReadTimeout("model too slow"))
+    model = LitellmModel(
+        ModelConfig(
+            model_name="hosted_vllm/served", api_base=API_BASE, model_kwargs={"timeout": 7}, retry_wait_seconds=0
+        )
+    )
+    with pytest.raises(ModelTimeout):
+        model.query([{"role": "user", "content": "hi"}])
+    assert route.call_count == 1
+    assert route.calls[0].request.extensions["timeout"]["read"] == 7
+    assert "timeout" not in json.loads(route.calls[0].request.content)
