@@ -8,6 +8,16 @@
 # ${MINIFIX_CACHE_DIR:-$HOME/.cache/mini-fix}; under CI=true a failed setup fails the tier).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# The vLLM half of the real-model tier (tests/realmodel/test_vllm.py: vLLM's CPU build serving Qwen2.5-Coder-0.5B)
+# starts in the background now, so its cached install (~3.4 GB, first run only), weight conversion and ~70 s start
+# overlap the setup and the other tests; its fixture waits for it (and fails the tier in CI if it never comes up).
+# Idle it costs no CPU but ~6 GB of memory. Stopped when this script ends. Only for the whole suite (CI): given
+# test paths, the fixture starts it if the selection needs it.
+if [ $# -eq 0 ] && [ "${MINIFIX_SKIP_REALMODEL:-}" != "1" ]; then
+    mkdir -p "${MINIFIX_CACHE_DIR:-$HOME/.cache/mini-fix}/logs"
+    scripts/ensure-vllm.sh start >"${MINIFIX_CACHE_DIR:-$HOME/.cache/mini-fix}/logs/ensure-vllm.log" 2>&1 &
+    trap 'wait; scripts/ensure-vllm.sh stop 2>/dev/null || true' EXIT
+fi
 scripts/setup.sh --dev
 scripts/ensure-docker.sh
 # A real PostgreSQL from Debian's packages for the `postgres` tests (ledger/queue suite, many workers).
@@ -21,4 +31,4 @@ command -v docker-compose >/dev/null || docker compose version >/dev/null 2>&1 \
 # Headless Chromium for the viewer test (marker `browser`); MINIFIX_SKIP_BROWSER=1 skips both install and test.
 [ "${MINIFIX_SKIP_BROWSER:-}" = "1" ] || scripts/ensure-chromium.sh
 export LITELLM_LOCAL_MODEL_COST_MAP=True
-exec .venv/bin/pytest "$@"
+.venv/bin/pytest "$@"
