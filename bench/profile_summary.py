@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import re
 from collections import Counter
+from pathlib import Path
 
 # (bucket, pattern on "function (file:line)"), first match wins, tried innermost frame outwards.
 BUCKETS = [
@@ -46,8 +47,8 @@ def main() -> None:
     parser.add_argument("--rate", type=float, default=250.0, help="py-spy's sampling rate (-r)")
     args = parser.parse_args()
     counts: Counter[str] = Counter()
-    for line in open(args.profile, encoding="utf-8"):
-        stack, _, n = line.rstrip("\n").rpartition(" ")
+    for line in Path(args.profile).read_text(encoding="utf-8").splitlines():
+        stack, _, n = line.rpartition(" ")
         counts[bucket_of(stack.split(";"))] += int(n)
     total = sum(counts.values())
     print(f"{total} samples at {args.rate:.0f} Hz = {total / args.rate:.2f} s of CPU on the sampled threads")
