@@ -126,6 +126,9 @@ def run_wrk(port: int, script: Path, args: argparse.Namespace, offset: int = 0) 
 
 def server_command(name: str, port: int) -> tuple[list[str], Path, str, str]:
     """How to start one server: command, working directory, webhook path, health path."""
+    if name == "before":  # mini-fix from another checkout (PYTHONPATH set in `environment`), same venv
+        serve = [sys.executable, "-m", "bot.cli.main", "serve", "--no-worker", "--host", "127.0.0.1"]
+        return [*serve, "--port", str(port)], BEFORE_TREE[0], "/webhook", "/healthz"
     if name == "trivial":
         return ["node", "-e", TRIVIAL], ROOT, "/", ""
     if name == "probot":
@@ -137,8 +140,8 @@ def server_command(name: str, port: int) -> tuple[list[str], Path, str, str]:
         )
     if name == "baseline":
         return [sys.executable, "-c", BASELINE.format(port=port)], ROOT, "/webhook", "/healthz"
-    serve = [str(Path(sys.executable).with_name("mini-fix")), "serve", "--no-worker"]
-    return [*serve, "--host", "127.0.0.1", "--port", str(port)], ROOT, "/webhook", "/healthz"
+    serve = [sys.executable, "-m", "bot.cli.main", "serve", "--no-worker", "--host", "127.0.0.1"]
+    return [*serve, "--port", str(port)], ROOT, "/webhook", "/healthz"
 
 
 def environment(port: int, data_dir: str, name: str) -> dict[str, str]:
@@ -156,6 +159,7 @@ def environment(port: int, data_dir: str, name: str) -> dict[str, str]:
         "PORT": str(port),
         "LOG_LEVEL": "info",
         "LOG_FORMAT": "json",
+        **({"PYTHONPATH": str(BEFORE_TREE[0])} if name == "before" else {}),
     }
 
 
@@ -173,7 +177,7 @@ def measure(name: str, args: argparse.Namespace, count: int) -> WrkResult:
             warm = argparse.Namespace(**{**vars(args), "duration": 1})
             warmed = run_wrk(port, script, warm, offset=count // 2)  # its own half of the table
             result = run_wrk(port, script, args)
-            if name == "mini-fix":
+            if name in ("mini-fix", "before"):
                 check_recorded(Path(data_dir), warmed.requests + result.requests - result.errors, count)
         finally:
             server.terminate()
@@ -193,10 +197,12 @@ def check_recorded(data_dir: Path, answered: int, count: int) -> None:
         raise RuntimeError(f"{answered} deliveries answered 2xx but only {rows} ledger rows")
 
 
+BEFORE_TREE: list[Path] = []
 TITLES = {
     "trivial": "trivial Node HTTP server (200 'ok', no verify): wrk's own ceiling on this machine",
     "probot": "minimal Probot 14.3.2 app (issues.labeled handler that does nothing; records nothing)",
     "baseline": "bare FastAPI/uvicorn, one process (verify + json parse + 202, records nothing): our stack's floor",
+    "before": "mini-fix serve --no-worker from the --before checkout (the same path before this branch's changes)",
     "mini-fix": "mini-fix serve --no-worker (verify, decide, durable group-commit ledger row, enqueue, 202)",
 }
 
@@ -218,7 +224,11 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--table", type=int, default=100_000, help="distinct signed deliveries in the Lua table")
     parser.add_argument("--only", nargs="*", default=["trivial", "probot", "baseline", "mini-fix"])
+    parser.add_argument("--before", type=Path, help="also run mini-fix from this checkout (e.g. a `git archive`)")
     args = parser.parse_args()
+    if args.before:
+        BEFORE_TREE.append(args.before.resolve())
+        args.only = [*args.only, "before"]
     print(f"cores {os.cpu_count()}, load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     for name in args.only:
         print(f"{name}: {TITLES[name]}")
@@ -251,6 +261,13 @@ def summary(results: dict[str, list[WrkResult]]) -> None:
             f"mini-fix vs Probot (this run): throughput {rate / p_rate:.2f}x (target >= 1.00x), "
             f"p99 {p99 / p_p99:.2f}x (target <= 1.00x)"
         )
+    if "before" in med and "mini-fix" in med:
+        print(f"mini-fix vs the --before checkout: throughput {med['mini-fix'][0] / med['before'][0]:.2f}x")
+        if "probot" in med:
+            print(
+                f"--before checkout vs Probot: throughput {med['before'][0] / med['probot'][0]:.2f}x, "
+                f"p99 {med['before'][1] / med['probot'][1]:.2f}x"
+            )
     if "trivial" in med:
         busiest = max(rate for name, (rate, _) in med.items() if name != "trivial")
         print(f"wrk ceiling {med['trivial'][0]:.0f}/s = {med['trivial'][0] / busiest:.1f}x the fastest app measured")
