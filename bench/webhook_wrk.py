@@ -92,8 +92,11 @@ def lua_script(count: int, webhook_path: str, data: Path) -> str:
 
 
 def ms(text: str) -> float:
-    value, unit = re.fullmatch(r"([\d.]+)(us|ms|s)", text).groups()  # type: ignore[union-attr]
-    return float(value) * {"us": 0.001, "ms": 1.0, "s": 1000.0}[unit]
+    """wrk's duration (`812.00us`, `1.95ms`, `1.02s`, `1.10m`) in milliseconds."""
+    match = re.fullmatch(r"([\d.]+)(us|ms|s|m)", text)
+    if match is None:
+        raise RuntimeError(f"unexpected wrk duration {text!r}")
+    return float(match.group(1)) * {"us": 0.001, "ms": 1.0, "s": 1000.0, "m": 60_000.0}[match.group(2)]
 
 
 def run_wrk(port: int, script: Path, args: argparse.Namespace, offset: int = 0) -> WrkResult:
@@ -116,8 +119,8 @@ def run_wrk(port: int, script: Path, args: argparse.Namespace, offset: int = 0) 
     cpu = (after.children_user + after.children_system) - (before.children_user + before.children_system)
     return WrkResult(
         rate=float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1)),  # type: ignore[union-attr]
-        p50_ms=ms(re.search(r"50%\s+(\S+)", out).group(1)),  # type: ignore[union-attr]
-        p99_ms=ms(re.search(r"99%\s+(\S+)", out).group(1)),  # type: ignore[union-attr]
+        p50_ms=ms(re.search(r"\s50%\s+(\S+)", out).group(1)),  # type: ignore[union-attr]
+        p99_ms=ms(re.search(r"\s99%\s+(\S+)", out).group(1)),  # type: ignore[union-attr]
         requests=requests,
         errors=errors,
         wrk_cpu_ms=cpu * 1000 / max(1, requests),
