@@ -11,6 +11,7 @@ order alternates between rounds. After each mini-fix run the ledger's rows are c
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import hashlib
 import hmac
 import json
@@ -32,6 +33,7 @@ from bench.webhook_accept import (  # noqa: E402
     SECRET,
     free_port,
     install_probot,
+    process_cpu,
     throwaway_key,
     wait_ready,
 )
@@ -41,13 +43,13 @@ TRIVIAL = (
     "{'content-type':'application/json'});s.end('ok')})}).listen(+process.env.PORT,'127.0.0.1')"
 )
 # Each wrk thread walks its own stride of the table, so no two requests share an issue or a delivery id.
+# The data file's first line is the body's template (two %d: the issue number); then one signature a line.
 LUA = """
-local bodies, sigs = {}, {}
+local sigs, template = {}, nil
 for line in io.lines(data) do
-  local sig, body = line:match("^(%S+) (.*)$")
-  sigs[#sigs + 1], bodies[#bodies + 1] = sig, body
+  if template == nil then template = line else sigs[#sigs + 1] = line end
 end
-local n, step, i = #bodies, 1, 0
+local n, step, i = #sigs, 1, 0
 function setup(thread) thread:set("first", counter); counter = counter + 1 end
 counter = 0
 function init(args) step = tonumber(args[1]); i = tonumber(args[2]) + tonumber(first) end
@@ -55,7 +57,7 @@ function request()
   i = i + step
   local k = (i % n) + 1
   return wrk.format("POST", path, {["Content-Type"]="application/json", ["X-GitHub-Event"]="issues",
-    ["X-GitHub-Delivery"]="wrk-" .. k, ["X-Hub-Signature-256"]=sigs[k]}, bodies[k])
+    ["X-GitHub-Delivery"]="wrk-" .. k, ["X-Hub-Signature-256"]=sigs[k]}, string.format(template, k, k))
 end
 """
 
@@ -70,24 +72,26 @@ class WrkResult:
     requests: int
     errors: int
     wrk_cpu_ms: float  # wrk's own CPU per request
+    server_cpu_ms: float = 0.0  # the server's CPU (all its threads) per request: steadier than rates on a busy box
 
 
-def lua_script(count: int, webhook_path: str, data: Path) -> str:
-    """Write `count` signed deliveries to `data` (one `signature body` a line); the Lua that replays them."""
-    lines = []
+def lua_script(count: int, webhook_path: str, data: Path, body_kb: float = 0.0) -> str:
+    """Write the body template and `count` signatures to `data`; the Lua that replays the deliveries."""
+    payload = {
+        "action": "labeled",
+        "label": {"name": "mini-fix"},
+        # The issue's text pads the body: real deliveries are 5-30 KB, and both apps verify and parse all of it.
+        "issue": {"number": 0, "state": "open", "title": "Bug TITLE", "body": "x" * int(body_kb * 1024)},
+        "repository": {"full_name": "octo/widgets"},
+        "installation": {"id": 1},
+        "sender": {"login": "alice", "type": "User"},
+    }
+    template = json.dumps(payload).replace('"number": 0', '"number": %d').replace("Bug TITLE", "Bug %d")
+    lines = [template]
     for issue in range(1, count + 1):
-        payload = {
-            "action": "labeled",
-            "label": {"name": "mini-fix"},
-            "issue": {"number": issue, "state": "open", "title": f"Bug {issue}"},
-            "repository": {"full_name": "octo/widgets"},
-            "installation": {"id": 1},
-            "sender": {"login": "alice", "type": "User"},
-        }
-        body = json.dumps(payload)
-        sig = "sha256=" + hmac.new(SECRET.encode(), body.encode(), hashlib.sha256).hexdigest()
-        lines.append(f"{sig} {body}\n")
-    data.write_text("".join(lines))
+        body = (template % (issue, issue)).encode()
+        lines.append("sha256=" + hmac.new(SECRET.encode(), body, hashlib.sha256).hexdigest())
+    data.write_text("\n".join(lines) + "\n")
     return f'path, data = "{webhook_path}", "{data}"\n' + LUA
 
 
@@ -172,14 +176,17 @@ def measure(name: str, args: argparse.Namespace, count: int) -> WrkResult:
     command, cwd, webhook_path, health = server_command(name, port)
     with tempfile.TemporaryDirectory() as data_dir:
         script = Path(data_dir) / "deliveries.lua"
-        script.write_text(lua_script(count, webhook_path, Path(data_dir) / "deliveries.txt"))
+        script.write_text(lua_script(count, webhook_path, Path(data_dir) / "deliveries.txt", args.body_kb))
         log = open(Path(data_dir) / "server.log", "wb")  # noqa: SIM115  # closed below, after the server
         server = subprocess.Popen(command, env=environment(port, data_dir, name), cwd=cwd, stdout=log, stderr=log)
         try:
             wait_ready(f"http://127.0.0.1:{port}{health}", server)
             warm = argparse.Namespace(**{**vars(args), "duration": 1})
             warmed = run_wrk(port, script, warm, offset=count // 2)  # its own half of the table
+            cpu = process_cpu(server.pid)
             result = run_wrk(port, script, args)
+            per = (process_cpu(server.pid) - cpu) * 1000 / max(1, result.requests)
+            result = dataclasses.replace(result, server_cpu_ms=per)
             if name in ("mini-fix", "before"):
                 check_recorded(Path(data_dir), warmed.requests + result.requests - result.errors, count)
         finally:
@@ -213,7 +220,8 @@ TITLES = {
 def show(name: str, result: WrkResult) -> None:
     print(
         f"  {name:9} {result.rate:7.0f}/s  p50 {result.p50_ms:6.2f} ms  p99 {result.p99_ms:6.2f} ms  "
-        f"requests {result.requests}  errors {result.errors}  wrk cpu {result.wrk_cpu_ms:.3f} ms/req  "
+        f"requests {result.requests}  errors {result.errors}  cpu/req server {result.server_cpu_ms:.3f} ms "
+        f"wrk {result.wrk_cpu_ms:.3f} ms  "
         f"load {os.getloadavg()[0]:.1f}",
         flush=True,
     )
@@ -226,6 +234,7 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=1, help="wrk threads (one keeps wrk to one core here)")
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--table", type=int, default=100_000, help="distinct signed deliveries in the Lua table")
+    parser.add_argument("--body-kb", type=float, default=0.0, help="pad each issue's text to this many KiB")
     parser.add_argument("--only", nargs="*", default=["trivial", "probot", "baseline", "mini-fix"])
     parser.add_argument("--before", type=Path, help="also run mini-fix from this checkout (e.g. a `git archive`)")
     args = parser.parse_args()
@@ -257,7 +266,8 @@ def summary(results: dict[str, list[WrkResult]]) -> None:
         if runs
     }
     for name, (rate, p99) in med.items():
-        print(f"median {name:9} {rate:7.0f}/s  p99 {p99:6.2f} ms")
+        cpu = statistics.median(r.server_cpu_ms for r in results[name])
+        print(f"median {name:9} {rate:7.0f}/s  p99 {p99:6.2f} ms  server cpu {cpu:.3f} ms/delivery")
     if "probot" in med and "mini-fix" in med:
         (rate, p99), (p_rate, p_p99) = med["mini-fix"], med["probot"]
         print(
