@@ -193,14 +193,14 @@ class E2E:
 
     @staticmethod
     def wait_worker_started(proc: AppProcess) -> None:
-        """Block until the process logged `worker started` (or fail if it exited)."""
+        """Block until the process logged `worker ready`: its warm-up imports done (or fail if it exited)."""
 
         def started() -> bool:
             if proc.proc is not None and proc.proc.poll() is not None:
                 raise RuntimeError(f"{proc.command} exited with {proc.proc.returncode}:\n{proc.log()[-3000:]}")
-            return bool(log_events(proc.log(), "worker started"))
+            return bool(log_events(proc.log(), "worker ready"))
 
-        wait_for(started, 120, "worker started")
+        wait_for(started, 120, "worker ready")
 
     def label(self, url: str, issue: int, repo: str = REPO) -> float:
         """Deliver a signed `issues.labeled`; the time (epoch seconds) just before sending."""

@@ -145,6 +145,9 @@ def report(runs: list[dict[str, float]]) -> None:
     for n, seconds in enumerate(latencies, 1):
         print(f"{n:>4} {seconds:>26.3f}" + ("   (first job of the worker process)" if n == 1 else ""))
     median = statistics.median(latencies)
+    if len(latencies) > 1:
+        warm = statistics.median(latencies[1:])
+        print(f"first job / median of the warm worker's jobs = {latencies[0] / warm:.2f}x (target <= 1.5x)")
     print(f"median {median:.3f} s; target {TARGET:g} s; median / target = {median / TARGET:.2f}x")
     print("breakdown, median over runs (s):" + "".join(f" run{n}" for n in range(1, len(runs) + 1)))
     for name, start, end in STAGES:

@@ -6,6 +6,7 @@ import logging
 import sys
 from typing import Any
 
+import orjson
 import structlog
 
 
@@ -21,6 +22,11 @@ def _redactor(secrets: list[str]) -> Any:
     return redact
 
 
+def _dumps(event: dict[str, Any], **kw: Any) -> str:
+    # orjson renders a log line in a fraction of json.dumps' time; `default` is structlog's fallback (repr).
+    return orjson.dumps(event, default=kw.get("default"), option=orjson.OPT_NON_STR_KEYS).decode()
+
+
 def configure_logging(level: str = "INFO", fmt: str = "auto", secrets: list[str] | None = None) -> None:
     """Configure structlog and stdlib logging once per process (called by the CLI, never at import)."""
     json_output = fmt == "json" or (fmt == "auto" and not sys.stderr.isatty())
@@ -31,7 +37,7 @@ def configure_logging(level: str = "INFO", fmt: str = "auto", secrets: list[str]
         structlog.processors.format_exc_info,
         _redactor(secrets or []),
     ]
-    renderer = structlog.processors.JSONRenderer() if json_output else structlog.dev.ConsoleRenderer()
+    renderer = structlog.processors.JSONRenderer(_dumps) if json_output else structlog.dev.ConsoleRenderer()
     structlog.configure(
         processors=[*processors, renderer],
         wrapper_class=structlog.make_filtering_bound_logger(logging.getLevelName(level.upper())),

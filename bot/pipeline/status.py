@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 
 import structlog
@@ -11,6 +12,7 @@ from bot.jobs import RunInfo
 from bot.render import OutcomeText, render
 
 MIN_EDIT_INTERVAL = 5.0  # seconds between progress edits: GitHub's secondary rate limits dislike bursts
+EDIT_WAIT = 30.0  # seconds the final edit waits for a progress edit still in flight
 log = structlog.get_logger(__name__)
 
 
@@ -23,6 +25,7 @@ class StatusComment:
         self.gh, self.issue, self.run, self.clock = gh, issue, run, clock
         self.comment_id: int | None = None
         self._last_edit = float("-inf")
+        self._in_flight: threading.Thread | None = None  # a progress edit: off the agent's critical path
 
     def start(self) -> None:
         """Post the comment that says the run has started."""
@@ -32,10 +35,12 @@ class StatusComment:
         self._last_edit = self.clock()
 
     def progress(self, *, step: int, limit: int, command: str | None, tokens: int, elapsed: float) -> None:
-        """Show the latest step, at most once every MIN_EDIT_INTERVAL seconds."""
+        """Show the latest step, at most once every MIN_EDIT_INTERVAL seconds, from a thread: the run goes on."""
         now = self.clock()
         if self.comment_id is None or now - self._last_edit < MIN_EDIT_INTERVAL:
             return
+        if self._in_flight is not None and self._in_flight.is_alive():
+            return  # GitHub is slow: skip this one rather than queue edits
         self._last_edit = now
         info = {
             "step": step,
@@ -44,11 +49,15 @@ class StatusComment:
             "tokens": tokens,
             "elapsed": elapsed,
         }
-        self._edit(render("status_comment.md", phase="running", run=self.run, progress=info))
+        body = render("status_comment.md", phase="running", run=self.run, progress=info)
+        self._in_flight = threading.Thread(target=self._edit, args=(body,), name="status-edit", daemon=True)
+        self._in_flight.start()
 
     def finish(self, outcome: OutcomeText, links: dict[str, str | None]) -> None:
         """Show the outcome, with links to the PR and the trajectory when there are any."""
         body = render("status_comment.md", phase="done", run=self.run, outcome=outcome, links=links)
+        if self._in_flight is not None:  # the outcome must be the comment's last edit
+            self._in_flight.join(EDIT_WAIT)
         if self.comment_id is None:
             self.comment_id = self.gh.create_comment(self.issue, body)
         else:

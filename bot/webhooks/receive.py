@@ -6,9 +6,10 @@ import asyncio
 import time
 from typing import Any, Protocol, runtime_checkable
 
+import orjson
 import structlog
 from fastapi import Request
-from fastapi.responses import JSONResponse
+from fastapi.responses import Response
 from githubkit.webhooks import verify
 from structlog.typing import FilteringBoundLogger
 
@@ -92,7 +93,7 @@ class WebhookReceiver:
     async def _submit_in_thread(self, req: JobRequest) -> SubmitResult:
         return await asyncio.wrap_future(self._ledger.submit_nowait(req))
 
-    async def handle(self, request: Request) -> JSONResponse:
+    async def handle(self, request: Request) -> Response:
         """Answer one delivery."""
         started = time.perf_counter()
         event = request.headers.get("x-github-event", "")
@@ -109,7 +110,8 @@ class WebhookReceiver:
         metrics.ACCEPT_SECONDS.observe(time.perf_counter() - started)
         # 503: the ledger is unreachable (e.g. PostgreSQL restarting); nothing was recorded, so send it again.
         headers = {"Retry-After": RETRY_AFTER_SECONDS} if status == 503 else None
-        return JSONResponse(body, status_code=status, headers=headers)
+        # The bytes starlette's JSONResponse would send, rendered by orjson.
+        return Response(orjson.dumps(body), status_code=status, headers=headers, media_type="application/json")
 
     async def _accept(
         self, request: Request, event: str, delivery: str, dlog: FilteringBoundLogger

@@ -47,6 +47,8 @@ class Worker:
         self._on_gave_up = on_gave_up
         self.housekeeping: Callable[[], None] | None = None  # e.g. sweeping expired sandbox containers
         self.chores: list[Callable[[threading.Event], None]] = []  # background loops, e.g. creating labels
+        self.warm_ups: list[Callable[[], None]] = []  # run once before the first job is claimed (imports)
+        self.ready = threading.Event()  # set once the warm-ups are done; the slots claim nothing before
         self._deferred: dict[int, set[str]] = {}  # installation -> jobs waiting for its running cap
         self.worker_id = worker_id or f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
         self._stopping = threading.Event()
@@ -59,8 +61,10 @@ class Worker:
     def start(self) -> None:
         """Start the job slots and the reconciler."""
         self._stopping.clear()
-        targets: list[Callable[[], None]] = [self._slot] * max(1, self.settings.workers) + [self._reconcile_loop]
+        self.ready.clear()
+        targets: list[Callable[[], None]] = [self._warm_up, self._reconcile_loop]
         targets.append(partial(self.control.loop, self._stopping))
+        targets += [self._slot] * max(1, self.settings.workers)
         targets += [partial(chore, self._stopping) for chore in self.chores]
         self._threads = [
             threading.Thread(target=target, name=f"worker-{n}", daemon=True) for n, target in enumerate(targets)
@@ -91,7 +95,20 @@ class Worker:
         self.queue.close()
         self.ledger.close()
 
+    def _warm_up(self) -> None:
+        started = time.monotonic()
+        for warm_up in self.warm_ups:
+            try:
+                warm_up()
+            except Exception:  # a job that needs it fails with the real error later
+                log.exception("warm-up failed")
+        self.ready.set()
+        log.info("worker ready", worker_id=self.worker_id, warm_up_seconds=round(time.monotonic() - started, 3))
+
     def _slot(self) -> None:
+        while not self.ready.wait(POLL_SECONDS):  # a job claimed mid-import would wait out the import itself
+            if self._stopping.is_set():
+                return
         while not self._stopping.is_set():
             try:
                 self.queue.run_next(POLL_SECONDS)

@@ -39,7 +39,7 @@ def wire_worker(settings: Settings) -> Worker:
     runner = build_runner(settings, github, stop_runs=ledger.cancel, remember_label=ledger.remember_label)
     worker = build_worker(settings, runner, on_gave_up=gave_up_notifier(github), ledger=ledger)
     worker.housekeeping = sweep_sandboxes
-    worker.chores.append(warm_up_model_client)
+    worker.warm_ups.append(import_job_modules)
     if settings.create_labels:
         worker.chores.append(LabelKeeper(settings, ledger, github).run)
     return worker
@@ -108,8 +108,9 @@ def remove_stale_containers(job: Job) -> None:
         log.info("stale_containers_removed", job_id=job.id, count=removed)
 
 
-def warm_up_model_client(_stop: threading.Event) -> None:
-    """Import litellm (seconds of start-up) while the worker waits for its first job, not during it."""
+def import_job_modules() -> None:
+    """Import what a job needs but the worker's start does not (litellm: seconds; the docker SDK), before any job."""
+    import sandbox.docker  # noqa: F401
     from bot.agent.model import import_litellm
 
     import_litellm()

@@ -162,3 +162,25 @@ def test_reconciler_gives_up_after_max_attempts(
     assert failed is not None and failed.status == JobStatus.FAILED and "gave up" in (failed.error or "")
     assert [j.id for j in gave_up] == [job.id] and gave_up[0].status == JobStatus.FAILED
     assert job_queue.pending_ids() == set()
+
+
+def test_no_job_is_claimed_before_the_warm_ups_finish(
+    make_worker: Callable[..., Worker], ledger: SqliteLedger, job_queue: JobQueue
+) -> None:
+    runner, release, warming = FakeRunner(), threading.Event(), threading.Event()
+
+    def slow_import() -> None:
+        warming.set()
+        release.wait(20)
+
+    worker = make_worker(runner)
+    worker.warm_ups.append(slow_import)
+    job = submit(ledger)
+    job_queue.enqueue(job.id)
+    worker.start()
+    assert warming.wait(20)
+    assert not runner.started.wait(1.0) and not worker.ready.is_set()  # the job waits for the warm-up
+    assert ledger.get(job.id).status == JobStatus.QUEUED  # type: ignore[union-attr]
+    release.set()
+    assert wait_for(worker.ready.is_set) and runner.started.wait(20)
+    assert wait_for(lambda: ledger.get(job.id).status == JobStatus.SUCCEEDED)  # type: ignore[union-attr]
