@@ -44,6 +44,9 @@ def _parser() -> argparse.ArgumentParser:
     setup.add_argument("--org", help="create the App in this organisation (default: your user account)")
     setup.add_argument("--env-file", type=Path, default=Path(".env"), help="where the credentials are written")
 
+    evaluate = sub.add_parser("eval", help="run eval tasks (`eval compare A B`, `eval mine GIT_DIR`)", add_help=False)
+    evaluate.add_argument("eval_args", nargs=argparse.REMAINDER, help="see `mini-fix eval --help`")
+
     jobs = sub.add_parser("jobs", help="list the job ledger")
     jobs.add_argument("--json", action="store_true", help="one JSON object per line")
     jobs.add_argument("--limit", type=int, default=50)
@@ -113,6 +116,12 @@ def _jobs(settings: Settings, args: argparse.Namespace) -> int:
     return print_jobs(settings, as_json=args.json, limit=args.limit)
 
 
+def _eval(settings: Settings, args: argparse.Namespace) -> int:
+    from bot.eval.cli import main as eval_main
+
+    return eval_main(args.eval_args, settings)
+
+
 def _setup(settings: Settings, args: argparse.Namespace) -> int:
     from bot.web.setup import SetupFlow, install_url, serve
 
@@ -129,14 +138,19 @@ def _setup(settings: Settings, args: argparse.Namespace) -> int:
     return 0
 
 
-COMMANDS = {"setup": _setup, "serve": _serve, "worker": _worker, "run": _run, "jobs": _jobs}
+COMMANDS = {"setup": _setup, "serve": _serve, "worker": _worker, "run": _run, "jobs": _jobs, "eval": _eval}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the `mini-fix` console script."""
     from bot.logs import configure_logging
 
-    args = _parser().parse_args(argv)
+    parser = _parser()
+    args, unknown = parser.parse_known_args(argv)
+    if args.command == "eval":  # `mini-fix eval --help` and the like belong to eval's own parser
+        args.eval_args = [*unknown, *args.eval_args]
+    elif unknown:
+        parser.error(f"unrecognized arguments: {' '.join(unknown)}")
     try:
         settings = Settings()
         configure_logging(settings.log_level, settings.log_format, settings.secrets)

@@ -1,0 +1,87 @@
+"""`mini-fix eval ...`: run tasks, compare two reports, or mine tasks from a repository's history."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from bot.settings import Settings
+
+USAGE = """mini-fix eval TASKS [--output DIR] [--workers K] [--model NAME] [--api-base URL] [--config YAML] [--image I]
+       mini-fix eval compare A B [--json]
+       mini-fix eval mine GIT_DIR [--output FILE] [--runner unittest|pytest] [--test-cmd CMD] [--list-cmd CMD] ..."""
+
+
+def _run_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="mini-fix eval", usage=USAGE, description="Run eval tasks and grade them.")
+    p.add_argument("tasks", type=Path, help="a JSONL file of tasks, or a directory of them")
+    p.add_argument("--output", type=Path, default=Path("eval-out"), help="output directory (reruns resume it)")
+    p.add_argument("--workers", type=int, default=1, help="tasks run at once")
+    p.add_argument("--model", help="litellm model name, e.g. hosted_vllm/<served-model>")
+    p.add_argument("--api-base", help="OpenAI-compatible API base, e.g. http://localhost:8000/v1")
+    p.add_argument("--config", type=Path, help="agent config YAML laid over prompts/agent.yaml")
+    p.add_argument("--image", help="sandbox image for tasks that name none")
+    return p
+
+
+def _compare_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="mini-fix eval compare", description="Per-task flips between two eval reports.")
+    p.add_argument("a", type=Path, help="report.json (or its directory) of the first run")
+    p.add_argument("b", type=Path, help="report.json (or its directory) of the second run")
+    p.add_argument("--json", action="store_true", help="print the comparison as JSON")
+    return p
+
+
+def _mine_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="mini-fix eval mine", description="Tasks from a repository's own history.")
+    p.add_argument("git_dir", type=Path, help="a local git repository")
+    p.add_argument("--output", type=Path, default=Path("mined.jsonl"), help="tasks file to write")
+    p.add_argument("--repo", default="", help="owner/name for the tasks (default local/<directory name>)")
+    p.add_argument("--rev", default="HEAD", help="walk the first-parent history of this revision")
+    p.add_argument("--max-commits", type=int, default=200)
+    p.add_argument("--runner", choices=["unittest", "pytest"], default="unittest")
+    p.add_argument("--test-cmd", help="runs named tests; {tests} = the ids (default from --runner)")
+    p.add_argument("--list-cmd", help="prints one test id a line (default from --runner)")
+    p.add_argument("--setup", action="append", default=[], help="a setup command (repeatable)")
+    p.add_argument("--setup-network", action="store_true", help="give the setup commands a network")
+    p.add_argument("--image", help="sandbox image")
+    p.add_argument("--issues", type=Path, help="JSON list of issues {number, title, body} for linked statements")
+    return p
+
+
+def main(argv: Sequence[str], settings: Settings) -> int:
+    """Dispatch on the first word: `compare`, `mine`, or a tasks path."""
+    argv = list(argv)
+    if argv[:1] == ["compare"]:
+        return _compare(_compare_parser().parse_args(argv[1:]))
+    if argv[:1] == ["mine"]:
+        return _mine(_mine_parser().parse_args(argv[1:]), settings)
+    return _run(_run_parser().parse_args(argv), settings)
+
+
+def _run(args: argparse.Namespace, settings: Settings) -> int:
+    from bot.eval.command import EvalRequest, eval_context, run_eval
+
+    request = EvalRequest(args.tasks, args.output, args.workers, args.model, args.api_base, args.config, args.image)
+    return run_eval(request, eval_context(request, settings))
+
+
+def _compare(args: argparse.Namespace) -> int:
+    from bot.eval.compare import compare, load_report, render_comparison
+
+    diff = compare(load_report(args.a), load_report(args.b))
+    print(json.dumps(diff, indent=2) if args.json else render_comparison(diff))
+    return 0
+
+
+def _mine(args: argparse.Namespace, settings: Settings) -> int:
+    from bot.eval.mine_command import run_mine
+
+    return run_mine(args, settings)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:], Settings()))

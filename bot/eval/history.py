@@ -1,0 +1,95 @@
+"""Candidate tasks in a repository's history: non-merge commits that change both tests and code."""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+
+from bot.eval.hostgit import diff, git
+
+TEST_DIRS = {"test", "tests", "testing"}
+TEST_FILES = ("test_*.py", "*_test.py", "*_tests.py", "conftest.py", "*.test.js", "*.spec.js", "*_test.go")
+NOT_CODE_SUFFIXES = {".md", ".rst", ".txt", ".adoc"}
+NOT_CODE_NAMES = ("README*", "CHANGELOG*", "CHANGES*", "NEWS*", "LICENSE*", "AUTHORS*", ".gitignore")
+_LINKED = re.compile(r"\b(?:fix(?:e[sd])?|close[sd]?|resolve[sd]?)\s+#(\d+)\b", re.IGNORECASE)
+_ANY_REF = re.compile(r"(?<![\w&])#(\d+)\b")
+
+
+@dataclass
+class Candidate:
+    """A commit that changes tests and code: its test part, its code part (the reference fix) and its text."""
+
+    sha: str
+    parent: str
+    message: str
+    test_patch: str
+    patch: str
+
+    @property
+    def subject(self) -> str:
+        """The commit message's first line."""
+        return self.message.splitlines()[0] if self.message else ""
+
+
+def is_test_path(path: str) -> bool:
+    """A test file: under a test directory, or named like a test module."""
+    pure = PurePosixPath(path)
+    return bool(TEST_DIRS & set(pure.parts[:-1])) or any(fnmatch.fnmatch(pure.name, g) for g in TEST_FILES)
+
+
+def is_code_path(path: str) -> bool:
+    """Neither a test nor documentation."""
+    pure = PurePosixPath(path)
+    if is_test_path(path) or pure.suffix.lower() in NOT_CODE_SUFFIXES or "docs" in pure.parts[:-1]:
+        return False
+    return not any(fnmatch.fnmatch(pure.name, g) for g in NOT_CODE_NAMES)
+
+
+def scan(repo: Path, rev: str, max_commits: int) -> tuple[list[Candidate], dict[str, int]]:
+    """Candidates among the last `max_commits` first-parent commits of `rev`, and why the others are not."""
+    skipped = {"merge commit": 0, "root commit": 0, "no test change": 0, "no code change": 0}
+    found: list[Candidate] = []
+    for sha in git(["rev-list", "--first-parent", f"--max-count={max_commits}", rev], cwd=repo).split():
+        parents = git(["show", "-s", "--format=%P", sha], cwd=repo).split()
+        if len(parents) != 1:
+            skipped["merge commit" if parents else "root commit"] += 1
+            continue
+        changed = [
+            p
+            for p in git(["diff-tree", "--no-commit-id", "--name-only", "-r", "-z", parents[0], sha], cwd=repo).split(
+                "\0"
+            )
+            if p
+        ]
+        tests, code = [p for p in changed if is_test_path(p)], [p for p in changed if is_code_path(p)]
+        if not tests or not code:
+            skipped["no test change" if not tests else "no code change"] += 1
+            continue
+        message = git(["show", "-s", "--format=%B", sha], cwd=repo).strip()
+        others = [p for p in changed if not is_test_path(p)]
+        found.append(
+            Candidate(sha, parents[0], message, diff(repo, parents[0], sha, tests), diff(repo, parents[0], sha, others))
+        )
+    return found, skipped
+
+
+def load_issues(path: Path | None) -> dict[int, str]:
+    """Issue texts by number from a JSON file: a list of {number, title, body} (`gh issue list --json ...`)."""
+    if path is None:
+        return {}
+    data = json.loads(path.read_text(encoding="utf-8"))
+    items = data.values() if isinstance(data, dict) else data
+    return {int(i["number"]): f"{i.get('title', '')}\n\n{i.get('body') or ''}".strip() for i in items}
+
+
+def problem_statement(message: str, issues: dict[int, str]) -> tuple[str, int | None]:
+    """The linked issue's text when the message names a known issue (closing keywords first), else the message."""
+    for pattern in (_LINKED, _ANY_REF):
+        for match in pattern.finditer(message):
+            number = int(match.group(1))
+            if number in issues:
+                return issues[number], number
+    return message, None

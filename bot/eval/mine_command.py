@@ -1,0 +1,56 @@
+"""Wiring of `mini-fix eval mine`: the App's sandbox settings, the Docker sandbox, the files written."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from bot.eval.command import load_agent_config
+from bot.eval.hostgit import GitFailed
+from bot.eval.mine import MineRequest, mine, write_summary
+from bot.eval.tasks import write_tasks
+from bot.repo_config_apply import agent_config_for, sandbox_config_for
+from bot.repo_config_schema import RepoConfig
+from bot.settings import Settings
+from sandbox.base import Sandbox, SandboxConfig
+
+
+def run_mine(args: argparse.Namespace, settings: Settings) -> int:
+    """Mine tasks into args.output and a summary beside it; 0 when the history could be read."""
+    request = MineRequest(
+        args.git_dir,
+        args.output,
+        args.repo,
+        args.rev,
+        args.max_commits,
+        args.runner,
+        args.test_cmd,
+        args.list_cmd,
+        args.setup,
+        args.setup_network,
+        args.image,
+        args.issues,
+    )
+    repo_config = RepoConfig(setup=request.setup, setup_network=request.setup_network, image=request.image)
+    agent = agent_config_for(load_agent_config(settings, None), settings, repo_config)
+    config = sandbox_config_for(agent, settings, repo_config)
+
+    def sandbox(cfg: SandboxConfig, run_id: str) -> Sandbox:
+        from sandbox.docker import DockerSandbox
+
+        return DockerSandbox.start(cfg, run_id, labels={"mini-fix.eval": "1"})
+
+    try:
+        mined = mine(request, sandbox, config, lambda line: print(line, flush=True))
+    except GitFailed as exc:
+        print(f"mini-fix: {args.git_dir}: {exc}", file=sys.stderr)
+        return 2
+    write_tasks(request.output, mined.tasks)
+    summary_path = request.output.with_suffix(".summary.json")
+    write_summary(summary_path, mined)
+    summary = mined.summary()
+    print(
+        f"mine: {summary['candidates']} candidate(s), kept {summary['kept']}; tasks {request.output}, "
+        f"reasons {summary_path}"
+    )
+    return 0

@@ -1,0 +1,61 @@
+"""Run named tests in a sandbox and read each one's verdict from its exit code."""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from bot.repo_config_apply import setup_networked
+from bot.repo_config_schema import RepoConfig
+from bot.steps import RunFailed, run_setup
+from sandbox.base import Sandbox, SandboxConfig, SandboxError
+
+TEST_TIMEOUT = 600  # seconds for one test command
+SandboxFactory = Callable[[SandboxConfig, str], Sandbox]
+
+
+class SetupFailed(Exception):
+    """A sandbox for testing could not be made ready; the message says why."""
+
+
+def test_command(template: str, ids: list[str]) -> str:
+    """`template` with `{tests}` replaced by the shell-quoted ids."""
+    return template.replace("{tests}", " ".join(shlex.quote(i) for i in ids))
+
+
+def run_tests(sandbox: Sandbox, template: str, ids: list[str]) -> dict[str, bool]:
+    """Each id's verdict: one run of them all; when that fails, one run per test to say which."""
+    if not ids:
+        return {}
+    if _passes(sandbox, test_command(template, ids)):
+        return dict.fromkeys(ids, True)
+    if len(ids) == 1:
+        return {ids[0]: False}
+    return {i: _passes(sandbox, test_command(template, [i])) for i in ids}
+
+
+def _passes(sandbox: Sandbox, command: str) -> bool:
+    result = sandbox.execute(command, timeout=TEST_TIMEOUT)
+    return result.returncode == 0 and not result.exception_info
+
+
+@contextmanager
+def prepared(
+    factory: SandboxFactory, config: SandboxConfig, run_id: str, checkout: Path, repo: RepoConfig
+) -> Iterator[Sandbox]:
+    """A fresh sandbox holding `checkout`, the repository's setup run; removed afterwards."""
+    try:
+        sandbox = factory(config, run_id)
+    except SandboxError as exc:
+        raise SetupFailed(f"sandbox: {exc}") from exc
+    try:
+        try:
+            sandbox.copy_in(checkout)
+            run_setup(sandbox, repo.setup, networked=setup_networked(repo))
+        except (SandboxError, RunFailed) as exc:
+            raise SetupFailed(f"setup: {exc}") from exc
+        yield sandbox
+    finally:
+        sandbox.close()
