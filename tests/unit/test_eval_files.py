@@ -61,7 +61,7 @@ def test_base_checkout_holds_no_later_history(tmp_path: Path) -> None:
     head = base_checkout(str(tmp_path / "r"), shas["readme"][:8], tmp_path / "c")
     assert head == shas["readme"]
     assert git(["rev-list", "--all"], cwd=tmp_path / "c").split() == [shas["readme"], shas["initial"]]
-    with pytest.raises(GitFailed, match=r"(?i)not a valid"):
+    with pytest.raises(GitFailed, match="git cat-file failed"):
         git(["cat-file", "-t", shas["fix_shout"]], cwd=tmp_path / "c")
     with pytest.raises(GitFailed, match="base commit 0000000 is not in"):
         base_checkout(str(tmp_path / "r"), "0000000", tmp_path / "d")
