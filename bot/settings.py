@@ -128,6 +128,8 @@ class Settings(BaseSettings):
     """Queued jobs one installation may have; the next trigger gets a queue-full comment (0 = no cap)."""
     create_labels: bool = True
     """Create the trigger label in repositories that lack it when the App is installed or gets repositories."""
+    training_export: bool = True
+    """Whether `mini-fix export` may write this deployment's runs out as training data."""
 
     @field_validator(
         "allow_owners", "deny_owners", "allow_repos", "deny_repos", "setup_allowed_hosts", "allowed_images",

@@ -90,15 +90,7 @@ class TrajectoryWriter:
         if any(json.dumps(secret)[1:-1] in text for secret in self.secrets):
             data = redact(data, self.secrets)
             text = json.dumps(data, default=str)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=f".{self.path.name}.", suffix=".tmp")
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as f:
-                f.write(text)
-            os.replace(tmp, self.path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        write_atomic(self.path, text)
         self._mirror(text)
         return data
 
@@ -109,6 +101,28 @@ class TrajectoryWriter:
             self.mirror(text)
         except Exception:  # the database is down: the run goes on, the local file has every step
             log.warning("trajectory not stored in the database this step", path=str(self.path), exc_info=True)
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """Replace `path` with `text` so readers see the old file or the new one, never half of one."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def annotate_trajectory(path: Path, key: str, value: Any) -> None:
+    """Set `mini_fix[key]` in a saved trajectory (what was learnt after the agent: a test result, a verdict)."""
+    if not path.exists():
+        return
+    data = json.loads(path.read_text(encoding="utf-8"))
+    data.setdefault("mini_fix", {})[key] = value
+    write_atomic(path, json.dumps(data, default=str))
 
 
 def redact(value: Any, secrets: Sequence[str]) -> Any:

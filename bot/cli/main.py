@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from bot.eval.export_command import add_arguments as add_export_arguments
 from bot.settings import Settings, SettingsError
 
 if TYPE_CHECKING:
@@ -46,6 +47,8 @@ def _parser() -> argparse.ArgumentParser:
 
     evaluate = sub.add_parser("eval", help="run eval tasks (`eval compare A B`, `eval mine GIT_DIR`)", add_help=False)
     evaluate.add_argument("eval_args", nargs=argparse.REMAINDER, help="see `mini-fix eval --help`")
+
+    add_export_arguments(sub.add_parser("export", help="runs as OpenAI chat-format JSONL training data"))
 
     jobs = sub.add_parser("jobs", help="list the job ledger")
     jobs.add_argument("--json", action="store_true", help="one JSON object per line")
@@ -122,6 +125,12 @@ def _eval(settings: Settings, args: argparse.Namespace) -> int:
     return eval_main(args.eval_args, settings)
 
 
+def _export(settings: Settings, args: argparse.Namespace) -> int:
+    from bot.eval.export_command import run_export
+
+    return run_export(args, settings)
+
+
 def _setup(settings: Settings, args: argparse.Namespace) -> int:
     from bot.web.setup import SetupFlow, install_url, serve
 
@@ -138,7 +147,15 @@ def _setup(settings: Settings, args: argparse.Namespace) -> int:
     return 0
 
 
-COMMANDS = {"setup": _setup, "serve": _serve, "worker": _worker, "run": _run, "jobs": _jobs, "eval": _eval}
+COMMANDS = {
+    "setup": _setup,
+    "serve": _serve,
+    "worker": _worker,
+    "run": _run,
+    "jobs": _jobs,
+    "eval": _eval,
+    "export": _export,
+}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -10,8 +10,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bot.eval.solve import EvalContext, solve
-from bot.eval.store import ResultStore, annotate_trajectory
+from bot.eval.store import ResultStore
 from bot.eval.tasks import EvalTask
+from bot.trajectory import annotate_trajectory
 
 Print = Callable[[str], None]
 
@@ -91,10 +92,10 @@ def _finish(record: dict[str, Any], ctx: EvalContext, store: ResultStore, progre
     if ctx.cancel.is_set() and record.get("exit_status") in ("Cancelled", "error"):
         return  # interrupted, not finished: a rerun runs it again
     store.add(record)
-    annotate_trajectory(
-        ctx.output / "trajectories" / record["instance_id"] / f"{record['instance_id']}.traj.json",
-        {"resolved": record.get("resolved", False), "tests": record.get("tests", {}), "error": record.get("error", "")},
-    )
+    instance = record["instance_id"]
+    verdict = {"instance_id": instance, "resolved": record.get("resolved", False), "tests": record.get("tests", {})}
+    path = ctx.output / "trajectories" / instance / f"{instance}.traj.json"
+    annotate_trajectory(path, "eval", {**verdict, "error": record.get("error", "")})
     progress.fresh += 1
     _count(progress, record)
 

@@ -5,12 +5,12 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import tempfile
 import threading
 from pathlib import Path
 from typing import Any
 
 from bot.eval.tasks import EvalTask
+from bot.trajectory import write_atomic
 
 RESULTS = "results.jsonl"
 REPORT = "report.json"
@@ -46,7 +46,7 @@ class ResultStore:
                     "choose another --output to compare a different model or config"
                 )
             return
-        _write_atomic(path, json.dumps(identity, indent=2) + "\n")
+        write_atomic(path, json.dumps(identity, indent=2) + "\n")
 
     def finished(self) -> dict[str, dict[str, Any]]:
         """Records of the tasks already finished, by instance id (a torn last line is ignored)."""
@@ -82,31 +82,10 @@ class ResultStore:
             "invalid_lines": [{"where": w, "error": e} for w, e in bad_lines],
             "tasks": [{k: v for k, v in r.items() if k != "model_patch"} for r in records],
         }
-        _write_atomic(self.output / REPORT, json.dumps(report, indent=2) + "\n")
+        write_atomic(self.output / REPORT, json.dumps(report, indent=2) + "\n")
         predictions = (
             json.dumps({"instance_id": r["instance_id"], "model_name_or_path": model, "model_patch": r["model_patch"]})
             for r in records
         )
-        _write_atomic(self.output / PREDICTIONS, "".join(p + "\n" for p in predictions))
+        write_atomic(self.output / PREDICTIONS, "".join(p + "\n" for p in predictions))
         return report
-
-
-def annotate_trajectory(path: Path, verdict: dict[str, Any]) -> None:
-    """Add the eval verdict to a trajectory's `mini_fix.eval` block (export labels runs by it)."""
-    if not path.exists():
-        return
-    data = json.loads(path.read_text(encoding="utf-8"))
-    data.setdefault("mini_fix", {}).setdefault("eval", {}).update(verdict)
-    _write_atomic(path, json.dumps(data, default=str))
-
-
-def _write_atomic(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise

@@ -43,7 +43,7 @@ from bot.pipeline.task import build_task, clean
 from bot.render import render
 from bot.repo_config.schema import RepoConfig
 from bot.settings import Settings
-from bot.trajectory import TrajectoryWriter, redact
+from bot.trajectory import TrajectoryWriter, annotate_trajectory, redact
 from sandbox.base import Sandbox, SandboxConfig
 
 log = structlog.get_logger(__name__)
@@ -197,7 +197,13 @@ def _sandboxed(
     writer = TrajectoryWriter(
         deps.settings.data_dir / "runs" / run_id / "trajectory.json",
         secrets=[*secrets, *deps.settings.secrets],
-        mini_fix={"repo": state.job.repo, "issue": state.number, "run_id": run_id, "job_id": state.job.id},
+        mini_fix={
+            "repo": state.job.repo,
+            "issue": state.number,
+            "run_id": run_id,
+            "job_id": state.job.id,
+            "training": state.config.training,
+        },
         mirror=partial(deps.save_trajectory, run_id) if deps.save_trajectory else None,
     )
     try:
@@ -224,6 +230,7 @@ def _sandboxed(
             )
             if state.config.test:
                 state.test = execute.run_test(sandbox, state.config.test)
+                annotate_trajectory(writer.path, "test", state.test)
             return change
     finally:
         sandbox.close()

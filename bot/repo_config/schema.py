@@ -55,6 +55,8 @@ class RepoConfig(BaseModel):
     """Logins that may trigger runs (with write permission); empty with no teams = every writer."""
     allowed_teams: list[str] = []
     """Team slugs of the owner organisation whose members may trigger runs (with write permission)."""
+    training: bool = True
+    """Whether this repository's runs may be exported as training data (`mini-fix export`)."""
 
     def allows_everyone(self) -> bool:
         """True when any writer may trigger runs."""
