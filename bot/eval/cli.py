@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import signal
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -52,9 +53,14 @@ def _mine_parser() -> argparse.ArgumentParser:
     return p
 
 
+def _interrupt(_signum: int, _frame: object) -> None:
+    raise KeyboardInterrupt  # so `finally` blocks remove the sandboxes and the report is still written
+
+
 def main(argv: Sequence[str], settings: Settings) -> int:
     """Dispatch on the first word: `compare`, `mine`, or a tasks path."""
     argv = list(argv)
+    signal.signal(signal.SIGTERM, _interrupt)
     if argv[:1] == ["compare"]:
         return _compare(_compare_parser().parse_args(argv[1:]))
     if argv[:1] == ["mine"]:
