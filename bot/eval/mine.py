@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 import tempfile
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -13,7 +14,7 @@ from typing import Any
 from bot.eval.history import Candidate, load_issues, problem_statement, scan
 from bot.eval.hostgit import GitFailed, apply_patch, base_checkout
 from bot.eval.tasks import EvalTask
-from bot.eval.testrun import SandboxFactory, SetupFailed, prepared, run_tests
+from bot.eval.testrun import TEST_TIMEOUT, SandboxFactory, SetupFailed, prepared, run_tests
 from bot.repo_config_schema import RepoConfig
 from sandbox.base import SandboxConfig, SandboxError
 
@@ -33,6 +34,7 @@ RUNNERS = {
 }
 _TEST_ID = re.compile(r"^[\w./:\[\]()@,=+-]{1,300}$")
 MAX_TESTS = 2000
+MIN_TEST_TIMEOUT = 30.0
 Say = Callable[[str], None]
 
 
@@ -104,11 +106,15 @@ def _verify(
 ) -> EvalTask:
     test_cmd, list_cmd = _commands(req)
     repo_config = RepoConfig(setup=req.setup, setup_network=req.setup_network, image=req.image)
+    started = time.monotonic()
     after = _results(source, c.sha, "", test_cmd, list_cmd, factory, config, repo_config)
     passing = [t for t, ok in after.items() if ok]
     if not passing:
         raise _Drop("no test passes at the commit" if after else "no tests found at the commit")
-    before = _results(source, c.parent, c.test_patch, test_cmd, passing, factory, config, repo_config)
+    # A new test may hang before its fix (a regression test for a loop): give each run a few times what the
+    # whole passing suite took, not the grading default.
+    timeout = max(MIN_TEST_TIMEOUT, 3 * (time.monotonic() - started))
+    before = _results(source, c.parent, c.test_patch, test_cmd, passing, factory, config, repo_config, timeout)
     fail_to_pass = [t for t in passing if not before.get(t, False)]
     if not fail_to_pass:
         raise _Drop("every test passes at the parent with the new tests: nothing for a fix to do")
@@ -144,6 +150,7 @@ def _results(
     factory: SandboxFactory,
     config: SandboxConfig,
     repo_config: RepoConfig,
+    timeout: float = TEST_TIMEOUT,
 ) -> dict[str, bool]:
     """Each test's verdict at `commit` (+ `test_patch`); `tests` is the ids or the command that lists them."""
     where = "the commit" if not test_patch else "the parent"
@@ -157,7 +164,7 @@ def _results(
         try:
             with prepared(factory, config, f"mine-{commit[:10]}", checkout, repo_config) as box:
                 ids = _list_tests(box.execute(tests, timeout=600).output) if isinstance(tests, str) else tests
-                return run_tests(box, test_cmd, ids)
+                return run_tests(box, test_cmd, ids, timeout)
         except (SetupFailed, SandboxError) as exc:
             raise _Drop(f"at {where}: {exc}") from exc
 

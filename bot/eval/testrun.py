@@ -25,23 +25,23 @@ def test_command(template: str, ids: list[str]) -> str:
     return template.replace("{tests}", " ".join(shlex.quote(i) for i in ids))
 
 
-def run_tests(sandbox: Sandbox, template: str, ids: list[str]) -> dict[str, bool]:
+def run_tests(sandbox: Sandbox, template: str, ids: list[str], timeout: float = TEST_TIMEOUT) -> dict[str, bool]:
     """Each id's verdict: one run of them all; when that fails, each half again until the failures are named.
 
     A few failures among many tests cost about (failures x log2(tests)) runs instead of one run per test.
     """
     if not ids:
         return {}
-    if _passes(sandbox, test_command(template, ids)):
+    if _passes(sandbox, test_command(template, ids), timeout):
         return dict.fromkeys(ids, True)
     if len(ids) == 1:
         return {ids[0]: False}
     half = len(ids) // 2
-    return run_tests(sandbox, template, ids[:half]) | run_tests(sandbox, template, ids[half:])
+    return run_tests(sandbox, template, ids[:half], timeout) | run_tests(sandbox, template, ids[half:], timeout)
 
 
-def _passes(sandbox: Sandbox, command: str) -> bool:
-    result = sandbox.execute(command, timeout=TEST_TIMEOUT)
+def _passes(sandbox: Sandbox, command: str, timeout: float) -> bool:
+    result = sandbox.execute(command, timeout=timeout)
     return result.returncode == 0 and not result.exception_info
 
 
