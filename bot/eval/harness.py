@@ -15,6 +15,8 @@ from bot.eval.tasks import EvalTask
 from bot.trajectory import annotate_trajectory
 
 Print = Callable[[str], None]
+# Endings that say nothing about the model's skill: a rerun tries these tasks again.
+RETRIED_ON_RESUME = {"ModelUnavailable", "Cancelled"}
 
 
 @dataclass
@@ -47,7 +49,7 @@ def verdict(record: dict[str, Any]) -> str:
 
 def run_tasks(tasks: list[EvalTask], ctx: EvalContext, store: ResultStore, workers: int, say: Print) -> None:
     """Run every task not finished yet, `workers` at a time; each record is stored as soon as it exists."""
-    finished = store.finished()
+    finished = {i: r for i, r in store.finished().items() if r.get("exit_status") not in RETRIED_ON_RESUME}
     todo = [t for t in tasks if t.instance_id not in finished]
     progress = Progress(total=len(tasks))
     for record in (finished[t.instance_id] for t in tasks if t.instance_id in finished):
@@ -89,7 +91,7 @@ def _safe_solve(task: EvalTask, ctx: EvalContext) -> dict[str, Any]:
 
 
 def _finish(record: dict[str, Any], ctx: EvalContext, store: ResultStore, progress: Progress) -> None:
-    if ctx.cancel.is_set() and record.get("exit_status") in ("Cancelled", "error"):
+    if ctx.cancel.is_set() and record.get("exit_status") in (*RETRIED_ON_RESUME, "error"):
         return  # interrupted, not finished: a rerun runs it again
     store.add(record)
     instance = record["instance_id"]
