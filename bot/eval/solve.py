@@ -78,7 +78,10 @@ def _agent(task: EvalTask, ctx: EvalContext, run_id: str, tmp: Path) -> tuple[Ag
     text = cap(clean(task.problem_statement), MAX_TASK_CHARS)
     if extra := guidance(task.repo_config(), checkout):
         text = f"{text}\n\n{extra}"
-    with prepared(ctx.sandbox, _sandbox_config(task, ctx), run_id, checkout, task.repo_config()) as box:
+    with (
+        prepared(ctx.sandbox, _sandbox_config(task, ctx), run_id, checkout, task.repo_config()) as box,
+        steps.closed_on_cancel(box, ctx.cancel),  # an interrupted eval removes its containers at once
+    ):
         result = steps.run_agent(
             ctx.model(ctx.model_config),
             box,
