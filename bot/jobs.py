@@ -177,3 +177,20 @@ class InstallationChange:
     @property
     def stops_jobs(self) -> bool:
         return self.action in ("deleted", "suspend")
+
+
+REVIEW_STATES = ("approved", "changes_requested", "commented")
+"""Review verdicts recorded on mini-fix's PRs (GitHub's review states, lower-cased; `dismissed` is not one)."""
+
+
+@dataclass(frozen=True)
+class PrEvent:
+    """One thing that happened to a mini-fix PR: closed (merged or not), reopened, a person's push, a review."""
+
+    installation_id: int
+    repo: str
+    pull: int
+    kind: str  # closed | reopened | human_push | review
+    by: str
+    merged: bool = False
+    review: str = ""  # one of REVIEW_STATES

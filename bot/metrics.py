@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 
 from prometheus_client import (
@@ -63,6 +63,46 @@ SANDBOX_EXEC_SECONDS = Histogram(
     "Latency of one action run in the sandbox (a fresh bash -c).",
     buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 5, 30, 120),
 )
+
+
+# (repo, model, merged, merged after a person pushed to the branch) of each closed mini-fix PR.
+ClosedPrs = Callable[[], Iterable[tuple[str, str, bool, bool]]]
+
+
+class PrOutcomes(Collector):
+    """Closed and merged mini-fix PRs by repository and model, read from the ledger at scrape time."""
+
+    def __init__(self) -> None:
+        self.source: ClosedPrs | None = None
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        """Two gauges; their ratio is the merge rate (PromQL: merged / closed)."""
+        labels = ["repo", "model"]
+        closed = GaugeMetricFamily("minifix_pull_requests_closed", "mini-fix PRs closed, merged or not.", labels=labels)
+        merged = GaugeMetricFamily(
+            "minifix_pull_requests_merged",
+            "mini-fix PRs merged; `after_human_push` says whether a person pushed to the branch first.",
+            labels=[*labels, "after_human_push"],
+        )
+        counts: dict[tuple[str, ...], int] = {}
+        for repo, model, was_merged, pushed in self.source() if self.source else ():
+            counts[("closed", repo, model)] = counts.get(("closed", repo, model), 0) + 1
+            if was_merged:
+                key = ("merged", repo, model, str(pushed).lower())
+                counts[key] = counts.get(key, 0) + 1
+        for (kind, *values), n in sorted(counts.items()):
+            (closed if kind == "closed" else merged).add_metric(values, n)
+        yield closed
+        yield merged
+
+
+PR_OUTCOMES = PrOutcomes()
+REGISTRY.register(PR_OUTCOMES)
+
+
+def watch_pr_outcomes(source: ClosedPrs) -> None:
+    """Read the closed PRs from `source` whenever the metrics are scraped."""
+    PR_OUTCOMES.source = source
 
 
 @contextmanager

@@ -4,20 +4,25 @@ from __future__ import annotations
 
 import json
 from datetime import datetime
+from typing import Any
 
 from bot.jobs import Job
 from bot.ledger import open_ledger
+from bot.ledger.pr_outcomes import describe, pull_of, retry_counts
 from bot.settings import Settings
 
-COLUMNS = ("id", "repo", "issue", "kind", "status", "attempts", "created", "updated", "pr")
+COLUMNS = ("id", "repo", "issue", "kind", "status", "attempts", "created", "updated", "pr", "outcome")
+Outcomes = dict[tuple[str, int], dict[str, Any]]
 
 
 def _when(value: datetime | None) -> str:
     return value.strftime("%Y-%m-%d %H:%M:%S") if value else "-"
 
 
-def job_row(job: Job) -> dict[str, object]:
-    """The columns `mini-fix jobs` shows for one job."""
+def job_row(job: Job, outcomes: Outcomes | None = None, retries: int = 0) -> dict[str, object]:
+    """The columns `mini-fix jobs` shows for one job; `outcome` is what happened to its PR since."""
+    pull = pull_of(job.pr_url)
+    outcome = (outcomes or {}).get((job.repo, pull)) if pull is not None else None
     return {
         "id": job.id,
         "repo": job.repo,
@@ -28,13 +33,18 @@ def job_row(job: Job) -> dict[str, object]:
         "created": _when(job.created_at),
         "updated": _when(job.updated_at),
         "pr": job.pr_url or "-",
+        "outcome": describe(outcome, retries),
+        "pr_outcome": outcome,
+        "retries": retries,
         "error": job.error,
     }
 
 
-def format_table(jobs: list[Job]) -> str:
+def format_table(jobs: list[Job], outcomes: Outcomes | None = None) -> str:
     """A fixed-width table, newest first as the ledger lists them."""
-    rows = [[str(job_row(job)[col]) for col in COLUMNS] for job in jobs]
+    retries = retry_counts(jobs)
+    shown = [job_row(job, outcomes, retries.get((job.repo, job.issue), 0)) for job in jobs]
+    rows = [[str(row[col]) for col in COLUMNS] for row in shown]
     widths = [max([len(col), *(len(row[i]) for row in rows)]) for i, col in enumerate(COLUMNS)]
     lines = ["  ".join(col.upper().ljust(w) for col, w in zip(COLUMNS, widths, strict=True))]
     lines += ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)) for row in rows]
@@ -46,11 +56,13 @@ def print_jobs(settings: Settings, *, as_json: bool, limit: int) -> int:
     ledger = open_ledger(settings)
     try:
         jobs = ledger.list(limit=limit)
+        outcomes = ledger.pr_outcomes()
     finally:
         ledger.close()
     if as_json:
+        retries = retry_counts(jobs)
         for job in jobs:
-            print(json.dumps(job_row(job)))
+            print(json.dumps(job_row(job, outcomes, retries.get((job.repo, job.issue), 0))))
     else:
-        print(format_table(jobs) if jobs else "no jobs yet")
+        print(format_table(jobs, outcomes) if jobs else "no jobs yet")
     return 0

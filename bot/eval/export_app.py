@@ -7,16 +7,19 @@ from pathlib import Path
 from typing import Any
 
 from bot.jobs import Job
+from bot.ledger.pr_outcomes import pull_of, retry_counts
 from bot.trajectory import load_trajectory
 
 RUN_SCAN_LIMIT = 1_000_000
+Outcomes = Mapping[tuple[str, int], Mapping[str, Any]]
 
 
 def app_trajectories(
-    runs_dir: Path, jobs: list[Job], pr_outcomes: Mapping[str, Mapping[str, Any]]
+    runs_dir: Path, jobs: list[Job], pr_outcomes: Outcomes
 ) -> Iterator[tuple[dict[str, Any], dict[str, Any]]]:
     """(trajectory, metadata) of each finished App run, with its job's status and its PR's outcome."""
     by_run = {job.run_id: job for job in jobs if job.run_id}
+    retries = retry_counts(jobs)
     for path in sorted(runs_dir.glob("*/trajectory.json")):
         try:
             trajectory = load_trajectory(path)
@@ -26,17 +29,20 @@ def app_trajectories(
             continue  # still running (or its worker died mid-run): not a finished example
         job = by_run.get(path.parent.name)
         test = trajectory.get("mini_fix", {}).get("test") or {}
-        pr = dict(pr_outcomes.get(job.pr_url, {})) if job and job.pr_url else {}
-        yield (
-            trajectory,
-            {
-                "source": "app",
-                "job_status": str(job.status) if job else None,
-                "kind": str(job.kind) if job else None,
-                "pr_url": job.pr_url if job else None,
-                "pr": pr,
-                "outcome": "merged" if pr.get("merged") else pr.get("state") or (str(job.status) if job else None),
-                "tests_passed": test.get("passed") if test else None,
-                "tests": test,
-            },
-        )
+        meta = {"source": "app", "tests_passed": test.get("passed") if test else None, "tests": test}
+        yield trajectory, meta | (_job_meta(job, pr_outcomes, retries) if job else {"outcome": None})
+
+
+def _job_meta(job: Job, pr_outcomes: Outcomes, retries: dict[tuple[str, int], int]) -> dict[str, Any]:
+    """The run's job (status, kind, retry guidance, how many retries its issue had) and its PR's outcome."""
+    pull = pull_of(job.pr_url)
+    pr = dict(pr_outcomes.get((job.repo, pull), {})) if pull is not None else {}
+    return {
+        "job_status": str(job.status),
+        "kind": str(job.kind),
+        "guidance": job.guidance,
+        "retries": retries.get((job.repo, job.issue), 0),
+        "pr_url": job.pr_url,
+        "pr": pr,
+        "outcome": "merged" if pr.get("merged") else pr.get("state") or str(job.status),
+    }

@@ -45,16 +45,10 @@ def _app_runs(settings: Settings) -> Iterator[tuple[dict[str, Any], dict[str, An
     ledger = open_ledger(settings)
     try:
         jobs = ledger.list(limit=RUN_SCAN_LIMIT)
-        outcomes = pr_outcomes(ledger)
+        outcomes = ledger.pr_outcomes()
     finally:
         ledger.close()
     yield from app_trajectories(settings.data_dir / "runs", jobs, outcomes)
-
-
-def pr_outcomes(ledger: Any) -> dict[str, dict[str, Any]]:
-    """The ledger's PR outcomes by PR url (empty when the ledger records none)."""
-    reader = getattr(ledger, "pr_outcomes", None)
-    return dict(reader()) if reader is not None else {}
 
 
 def _report(written: int, redactions: int, out: TextIO = sys.stderr) -> int:

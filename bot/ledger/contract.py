@@ -5,9 +5,9 @@ from __future__ import annotations
 import builtins
 from concurrent.futures import Future
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
-from bot.jobs import InstallationChange, Job, JobRequest, JobStatus
+from bot.jobs import InstallationChange, Job, JobRequest, JobStatus, PrEvent
 
 
 @dataclass(frozen=True)
@@ -37,6 +37,14 @@ class Ledger(Protocol):
 
     def record_installation(self, change: InstallationChange) -> list[Job]:
         """Record an installation event; returns the jobs it cancelled (deleted or suspended)."""
+        ...
+
+    def record_pr_event(self, event: PrEvent) -> None:
+        """Record what happened to one of mini-fix's PRs (closed, merged, a person's push, a review)."""
+        ...
+
+    def pr_outcomes(self) -> dict[tuple[str, int], dict[str, Any]]:
+        """Every recorded PR's outcome, by (repo, PR number)."""
         ...
 
     def installation_active(self, installation_id: int) -> bool:

@@ -10,8 +10,8 @@ from collections.abc import Callable
 from concurrent.futures import Future
 from typing import Any, Generic, Protocol, TypeVar
 
-from bot.jobs import InstallationChange, Job, JobRequest, JobStatus
-from bot.ledger import sql
+from bot.jobs import InstallationChange, Job, JobRequest, JobStatus, PrEvent
+from bot.ledger import pr_outcomes, sql
 from bot.ledger.contract import SubmitResult
 from bot.ledger.writer import BatchWriter, Connection
 
@@ -108,6 +108,14 @@ class SqlLedger(Generic[C]):
             return sql.record_installation(self.dialect, conn, change)
 
         return self._writer.submit(op).result()
+
+    def record_pr_event(self, event: PrEvent) -> None:
+        """Record what happened to one of mini-fix's PRs (closed, merged, a person's push, a review)."""
+        self._writer.submit(lambda conn: pr_outcomes.record(conn, self.dialect.param, event)).result()
+
+    def pr_outcomes(self) -> dict[tuple[str, int], dict[str, Any]]:
+        """Every recorded PR's outcome, by (repo, PR number)."""
+        return pr_outcomes.load(self._conn())
 
     def installation_active(self, installation_id: int) -> bool:
         """False when the installation was deleted or is suspended."""

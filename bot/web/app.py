@@ -18,6 +18,7 @@ from bot.ledger import open_ledger
 from bot.ledger.contract import Ledger
 from bot.queue.dispatch import JobQueue, build_queue
 from bot.settings import Settings
+from bot.web.pr_metrics import ClosedPrSource
 from bot.web.viewer import register_viewer
 from bot.webhooks.receive import WebhookReceiver
 from bot.worker.pool import Worker
@@ -68,6 +69,7 @@ def create_app(
     app.add_api_route("/metrics", _metrics(metrics.fleet_registry(ledger.fleet)), methods=["GET"])
     register_viewer(app, settings, ledger)
     metrics.watch_queue(queue.depth)
+    metrics.watch_pr_outcomes(ClosedPrSource(ledger, settings.data_dir / "runs"))
     return app
 
 

@@ -18,6 +18,7 @@ from fastapi.responses import HTMLResponse, Response
 from bot.github.urls import web_url
 from bot.jobs import Job
 from bot.ledger.contract import Ledger
+from bot.ledger.pr_outcomes import describe, pull_of
 from bot.pipeline.transcript import steps_from_messages
 from bot.render import PROMPTS_DIR, duration, thousands
 from bot.settings import Settings
@@ -61,7 +62,8 @@ class Viewer:
             raise HTTPException(404, "the run list is off: set MINIFIX_OPERATOR_TOKEN to turn it on")
         if not self._is_operator(request):
             raise HTTPException(401, "operator token required", headers={"WWW-Authenticate": "Bearer"})
-        rows = [self._row(run_id) for run_id in self.store.recent(MAX_LISTED)]
+        outcomes = self.ledger.pr_outcomes()
+        rows = [self._row(run_id, outcomes) for run_id in self.store.recent(MAX_LISTED)]
         github = web_url(self.settings.github_api_url)
         return self._page("runs.html", runs=[r for r in rows if r is not None], github=github)
 
@@ -113,7 +115,7 @@ class Viewer:
         given = header[7:] if header.lower().startswith("bearer ") else ""
         return bool(expected and given) and hmac.compare_digest(given.encode(), expected.encode())
 
-    def _row(self, run_id: str) -> dict[str, Any] | None:
+    def _row(self, run_id: str, outcomes: dict[tuple[str, int], dict[str, Any]]) -> dict[str, Any] | None:
         data = _parse(self.store.load(run_id))
         if data is None:
             return None
@@ -126,6 +128,7 @@ class Viewer:
             "exit_status": (data.get("info") or {}).get("exit_status") or "",
             "status": job.status.value if job else ("finished" if meta.get("finished_at") else "in progress"),
             "pr_url": job.pr_url if job else None,
+            "outcome": _outcome(job, outcomes),
         }
 
     def _job(self, meta: dict[str, Any]) -> Job | None:
@@ -143,6 +146,13 @@ def _parse(text: str | None) -> dict[str, Any] | None:
     except ValueError:
         return None
     return data if isinstance(data, dict) else None
+
+
+def _outcome(job: Job | None, outcomes: dict[tuple[str, int], dict[str, Any]]) -> str:
+    """What happened to the run's PR since (merged, closed, human pushes, reviews), or ''."""
+    pull = pull_of(job.pr_url) if job else None
+    outcome = outcomes.get((job.repo, pull)) if job and pull is not None else None
+    return describe(outcome) if outcome else ""
 
 
 def _task(messages: list[Any]) -> str:

@@ -6,19 +6,22 @@ from collections.abc import Callable
 
 from bot.jobs import CancelRequest, InstallationChange
 from bot.settings import Settings
-from bot.webhooks import comments, installations, issues
+from bot.webhooks import comments, installations, issues, pull_requests
 from bot.webhooks.decision import Decision, Payload, dig_str, ignore
 from bot.webhooks.policy import refusal
 
 __all__ = ["CancelRequest", "Decision", "InstallationChange", "decide"]
 
 Handler = Callable[[Payload, Settings, str], Decision]
-GUARDED = frozenset({"issues", "issue_comment"})  # events about one repository, checked against the allow/deny lists
+# Events about one repository, checked against the allow/deny lists.
+GUARDED = frozenset({"issues", "issue_comment", "pull_request", "pull_request_review"})
 ROUTES: dict[str, Handler] = {
     "issues": issues.decide,
     "issue_comment": comments.decide,
     "installation": installations.decide,
     "installation_repositories": installations.decide,
+    "pull_request": pull_requests.decide,
+    "pull_request_review": pull_requests.decide,
 }
 
 

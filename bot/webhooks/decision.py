@@ -5,9 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from bot.jobs import CancelRequest, InstallationChange, JobRequest
+from bot.jobs import CancelRequest, InstallationChange, JobRequest, PrEvent
 
-Action = Literal["enqueue", "cancel", "ignore", "installation", "help"]
+Action = Literal["enqueue", "cancel", "ignore", "installation", "help", "pr_outcome"]
 Payload = dict[str, Any]
 
 
@@ -20,6 +20,7 @@ class Decision:
     job: JobRequest | None = None
     cancel: CancelRequest | None = None
     installation: InstallationChange | None = None
+    pr_event: PrEvent | None = None
 
     def log_fields(self) -> dict[str, object]:
         """The fields every log line about this delivery is bound to."""

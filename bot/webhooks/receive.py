@@ -165,6 +165,9 @@ class WebhookReceiver:
                 self._ledger.cancel, c.repo, c.issue, c.reason, on_pull_request=c.on_pull_request
             )
             return {"cancelled": [j.id for j in jobs]}
+        if decision.pr_event is not None:
+            await asyncio.to_thread(self._ledger.record_pr_event, decision.pr_event)
+            return {"recorded": decision.pr_event.kind}
         if decision.installation is not None:
             jobs = await asyncio.to_thread(self._ledger.record_installation, decision.installation)
             self._reads.forget()

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from bot.jobs import InstallationChange, JobKind, JobRequest, JobStatus
+from bot.jobs import InstallationChange, JobKind, JobRequest, JobStatus, PrEvent
 from bot.ledger import open_ledger
 from bot.ledger.writer import GroupCommitWriter
 from bot.settings import Settings
@@ -247,3 +247,23 @@ def test_installation_labels_chores_and_counts(ledger: Any) -> None:
     assert ledger.count_jobs(77, JobStatus.QUEUED, other_than=("octo/widgets", 1)) == 1
     ledger.record_installation(InstallationChange(77, "deleted", "octo"))
     assert not ledger.installation_active(77)
+
+
+def test_pr_outcomes_accumulate_per_pull_request(ledger: Any) -> None:
+    events = [
+        PrEvent(77, "octo/widgets", 9, "human_push", "ada"),
+        PrEvent(77, "octo/widgets", 9, "human_push", "ada"),
+        PrEvent(77, "octo/widgets", 9, "review", "bob", review="approved"),
+        PrEvent(77, "octo/widgets", 9, "closed", "bob", merged=True),
+        PrEvent(77, "octo/widgets", 10, "closed", "bob"),
+    ]
+    for event in events:
+        ledger.record_pr_event(event)
+    outcomes = ledger.pr_outcomes()
+    assert outcomes[("octo/widgets", 9)] == {
+        "state": "merged",
+        "merged": True,
+        "human_pushes": 2,
+        "reviews": {"approved": 1, "changes_requested": 0, "commented": 0},
+    }
+    assert outcomes[("octo/widgets", 10)]["state"] == "closed"

@@ -86,9 +86,11 @@ def test_app_runs_carry_their_job_and_honour_the_repository_opt_out(tmp_path: Pa
     _save(runs / "r2" / "trajectory.json", _messages(), repo="o/private", issue=8, training=False)
     job = Job("j1", JobKind.FIX, 1, "o/a", 7, "ada", "d1", JobStatus.SUCCEEDED,
               pr_url="https://github.com/o/a/pull/9", run_id="r1")  # fmt: skip
-    lines = _export(app_trajectories(runs, [job], {}), ExportFilter())
+    merged = {"state": "merged", "merged": True, "human_pushes": 0, "reviews": {}}
+    lines = _export(app_trajectories(runs, [job], {("o/a", 9): merged}), ExportFilter(outcome="merged"))
     assert len(lines) == 1
     meta = lines[0]["metadata"]
+    assert meta["outcome"] == "merged" and meta["pr"] == merged
     assert (meta["repo"], meta["issue"], meta["pr_url"], meta["tests_passed"], meta["clean"]) == (
         "o/a", 7, "https://github.com/o/a/pull/9", True, True,
     )  # fmt: skip

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from bot.jobs import Job, JobRequest
+from bot.ledger import pr_outcomes
 from bot.ledger.contract import SubmitResult
 from bot.ledger.sql_base import SqlLedger
 from bot.ledger.sqlite import installs as ledger_sqlite_installs
@@ -28,6 +29,7 @@ class SqliteLedger(SqlLedger[sqlite3.Connection]):
         with self._connect() as conn:
             conn.executescript(ledger_sqlite_ops.SCHEMA)
             conn.executescript(ledger_sqlite_installs.SCHEMA)
+            conn.execute(pr_outcomes.SCHEMA)
         super().__init__(GroupCommitWriter(self._connect))
         self._loop_writer = LoopGroupCommit(self._connect)
 

@@ -1,0 +1,89 @@
+"""What happened to the pull requests mini-fix opened: merged, closed, human pushes, review verdicts.
+
+One row per (repository, PR) in the ledger's database, written by the webhook path (an upsert per event) and
+read by `mini-fix jobs`, /runs, the metrics and `mini-fix export`. The SQL here runs on SQLite and PostgreSQL.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from typing import Any
+
+from bot.jobs import REVIEW_STATES, Job, JobKind, PrEvent
+
+REVIEW_COLUMNS = {state: state for state in REVIEW_STATES}  # each verdict's counter column
+SCHEMA = (
+    "CREATE TABLE IF NOT EXISTS pr_outcomes (repo TEXT NOT NULL, pull INTEGER NOT NULL, "
+    "state TEXT NOT NULL DEFAULT 'open', merged INTEGER NOT NULL DEFAULT 0, human_pushes INTEGER NOT NULL DEFAULT 0, "
+    "approved INTEGER NOT NULL DEFAULT 0, changes_requested INTEGER NOT NULL DEFAULT 0, "
+    "commented INTEGER NOT NULL DEFAULT 0, updated_at DOUBLE PRECISION NOT NULL, PRIMARY KEY (repo, pull))"
+)
+_INSERT = "INSERT INTO pr_outcomes (repo, pull, state, merged, updated_at) VALUES (?, ?, ?, ?, ?) "
+_SET_STATE = "ON CONFLICT (repo, pull) DO UPDATE SET state = excluded.state, merged = excluded.merged, "
+_PULL_URL = re.compile(r"/pull/(\d+)/?$")
+COLUMNS = "repo, pull, state, merged, human_pushes, approved, changes_requested, commented"
+
+
+def record(conn: Any, param: str, event: PrEvent) -> None:
+    """Upsert the PR's row for one event (`param` is the driver's placeholder)."""
+    now = time.time()
+    if event.kind in ("closed", "reopened"):
+        state = "closed" if event.kind == "closed" else "open"
+        merged = int(event.kind == "closed" and event.merged)
+        text = _INSERT + _SET_STATE + "updated_at = excluded.updated_at"
+        params: tuple[Any, ...] = (event.repo, event.pull, state, merged, now)
+    else:
+        column = "human_pushes" if event.kind == "human_push" else REVIEW_COLUMNS[event.review]
+        text = (
+            f"INSERT INTO pr_outcomes (repo, pull, {column}, updated_at) VALUES (?, ?, 1, ?) "
+            f"ON CONFLICT (repo, pull) DO UPDATE SET {column} = pr_outcomes.{column} + 1, "
+            "updated_at = excluded.updated_at"
+        )
+        params = (event.repo, event.pull, now)
+    conn.execute(text.replace("?", param), params)
+
+
+def load(conn: Any) -> dict[tuple[str, int], dict[str, Any]]:
+    """Every PR's outcome by (repo, pull)."""
+    rows = conn.execute(f"SELECT {COLUMNS} FROM pr_outcomes").fetchall()
+    return {(r[0], int(r[1])): as_outcome(r) for r in rows}
+
+
+def as_outcome(row: tuple[Any, ...]) -> dict[str, Any]:
+    """One row as the outcome dict the reports show."""
+    _repo, _pull, state, merged, pushes, approved, changes, commented = row
+    return {
+        "state": "merged" if merged else str(state),
+        "merged": bool(merged),
+        "human_pushes": int(pushes),
+        "reviews": {"approved": int(approved), "changes_requested": int(changes), "commented": int(commented)},
+    }
+
+
+def pull_of(pr_url: str | None) -> int | None:
+    """The PR number in a PR url, or None."""
+    match = _PULL_URL.search(pr_url or "")
+    return int(match.group(1)) if match else None
+
+
+def describe(outcome: dict[str, Any] | None, retries: int = 0) -> str:
+    """A short text: `merged after 2 human pushes, 1 approved, 1 retry`, `open`, `closed`, or '-'."""
+    if not outcome:
+        return "-" if not retries else f"{retries} retr{'y' if retries == 1 else 'ies'}"
+    text = outcome["state"]
+    if outcome["human_pushes"]:
+        pushes = outcome["human_pushes"]
+        text += f" after {pushes} human push{'es' if pushes > 1 else ''}"
+    reviews = [f"{n} {kind.replace('_', ' ')}" for kind, n in outcome["reviews"].items() if n]
+    extra = reviews + ([f"{retries} retr{'y' if retries == 1 else 'ies'}"] if retries else [])
+    return ", ".join([text, *extra])
+
+
+def retry_counts(jobs: list[Job]) -> dict[tuple[str, int], int]:
+    """How many retry jobs each (repo, issue) had, among `jobs`."""
+    counts: dict[tuple[str, int], int] = {}
+    for job in jobs:
+        if job.kind == JobKind.RETRY:
+            counts[(job.repo, job.issue)] = counts.get((job.repo, job.issue), 0) + 1
+    return counts
