@@ -8,12 +8,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import pytest
-
-from bot.cli import main
+from bot.cli import _parser
 from bot.eval.export import ExportFilter, eval_trajectories, write_export
 from bot.eval.export_app import app_trajectories
+from bot.eval.export_command import run_export
 from bot.jobs import Job, JobKind, JobStatus
+from bot.settings import Settings
 from bot.trajectory import RunStats, TrajectoryWriter, annotate_trajectory
 
 TOKEN = "ghs_" + "A1b2" * 9
@@ -97,11 +97,13 @@ def test_app_runs_carry_their_job_and_honour_the_repository_opt_out(tmp_path: Pa
     assert SECRET not in json.dumps(lines)  # the deployment's secrets are redacted again on the way out
 
 
-def test_operator_can_turn_export_off(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("MINIFIX_DATA_DIR", str(tmp_path))
-    monkeypatch.setenv("MINIFIX_TRAINING_EXPORT", "false")
-    assert main(["export", "--eval", str(_eval_dir(tmp_path / "e")), "--no-app"]) == 2
-    monkeypatch.setenv("MINIFIX_TRAINING_EXPORT", "true")
+def _run(argv: list[str], **settings: Any) -> int:
+    """`mini-fix export ARGV` as the CLI parses and runs it (without the process-wide logging setup)."""
+    return run_export(_parser().parse_args(["export", *argv]), Settings(_env_file=None, **settings))
+
+
+def test_operator_can_turn_export_off(tmp_path: Path) -> None:
+    assert _run(["--eval", str(_eval_dir(tmp_path / "e")), "--no-app"], training_export=False) == 2
     out = tmp_path / "x.jsonl"
-    assert main(["export", "--eval", str(tmp_path / "e"), "--no-app", "--clean", "--output", str(out)]) == 0
+    assert _run(["--eval", str(tmp_path / "e"), "--no-app", "--clean", "--output", str(out)], data_dir=tmp_path) == 0
     assert [json.loads(line)["metadata"]["instance_id"] for line in out.read_text().splitlines()] == ["ok"]
