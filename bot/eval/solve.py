@@ -24,7 +24,7 @@ from bot.settings import Settings
 from bot.steps import RunFailed
 from bot.task import MAX_TASK_CHARS, cap, clean
 from bot.trajectory import TrajectoryWriter
-from sandbox.base import SandboxError
+from sandbox.base import SandboxConfig, SandboxError
 
 SUBMITTED = "Submitted"
 
@@ -63,7 +63,7 @@ def solve(task: EvalTask, ctx: EvalContext) -> dict[str, Any]:
             else Grade(error="no patch: the agent did not submit a change")
         )
     record |= {"resolved": verdict.resolved, "tests": verdict.as_json(), "seconds": _since(started)}
-    return record
+    return record | ({"error": verdict.error} if verdict.error else {})
 
 
 def _agent(task: EvalTask, ctx: EvalContext, run_id: str, tmp: Path) -> tuple[AgentResult, str]:
@@ -95,7 +95,8 @@ def _agent(task: EvalTask, ctx: EvalContext, run_id: str, tmp: Path) -> tuple[Ag
     return result, patch
 
 
-def _sandbox_config(task: EvalTask, ctx: EvalContext) -> Any:
+def _sandbox_config(task: EvalTask, ctx: EvalContext) -> SandboxConfig:
+    """The container the App would start for this task's repository config."""
     config = agent_config_for(ctx.agent_config, ctx.settings, task.repo_config())
     return sandbox_config_for(config, ctx.settings, task.repo_config())
 
