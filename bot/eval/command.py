@@ -16,7 +16,7 @@ from bot.eval.harness import run_tasks
 from bot.eval.solve import EvalContext
 from bot.eval.store import OutputInUse, ResultStore, config_digest
 from bot.eval.tasks import TaskError, load_tasks
-from bot.pipeline import resolve_model_config
+from bot.pipeline.run import resolve_model_config
 from bot.settings import Settings
 from sandbox.base import Sandbox, SandboxConfig
 

@@ -9,8 +9,8 @@ from bot.eval.command import load_agent_config
 from bot.eval.hostgit import GitFailed
 from bot.eval.mine import MineRequest, mine, write_summary
 from bot.eval.tasks import write_tasks
-from bot.repo_config_apply import agent_config_for, sandbox_config_for
-from bot.repo_config_schema import RepoConfig
+from bot.pipeline.admit import agent_config_for, sandbox_config_for
+from bot.repo_config.schema import RepoConfig
 from bot.settings import Settings
 from sandbox.base import Sandbox, SandboxConfig
 

@@ -11,7 +11,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bot import steps
 from bot.agent.config import MiniFixAgentConfig, ModelConfig
 from bot.agent.loop import AgentResult
 from bot.agent.model_base import Model
@@ -19,10 +18,11 @@ from bot.eval.grade import Grade, grade
 from bot.eval.hostgit import GitFailed, base_checkout
 from bot.eval.tasks import EvalTask
 from bot.eval.testrun import SandboxFactory, SetupFailed, prepared
-from bot.repo_config_apply import agent_config_for, guidance, sandbox_config_for
+from bot.pipeline import execute
+from bot.pipeline.admit import agent_config_for, guidance, sandbox_config_for
+from bot.pipeline.execute import RunFailed
+from bot.pipeline.task import MAX_TASK_CHARS, cap, clean
 from bot.settings import Settings
-from bot.steps import RunFailed
-from bot.task import MAX_TASK_CHARS, cap, clean
 from bot.trajectory import TrajectoryWriter
 from sandbox.base import SandboxConfig, SandboxError
 
@@ -80,9 +80,9 @@ def _agent(task: EvalTask, ctx: EvalContext, run_id: str, tmp: Path) -> tuple[Ag
         text = f"{text}\n\n{extra}"
     with (
         prepared(ctx.sandbox, _sandbox_config(task, ctx), run_id, checkout, task.repo_config()) as box,
-        steps.closed_on_cancel(box, ctx.cancel),  # an interrupted eval removes its containers at once
+        execute.closed_on_cancel(box, ctx.cancel),  # an interrupted eval removes its containers at once
     ):
-        result = steps.run_agent(
+        result = execute.run_agent(
             ctx.model(ctx.model_config),
             box,
             config,
@@ -91,7 +91,7 @@ def _agent(task: EvalTask, ctx: EvalContext, run_id: str, tmp: Path) -> tuple[Ag
             on_step=lambda _event: None,
             cancel=ctx.cancel,
         )
-        patch = steps.take_diff(box) if result.exit_status == SUBMITTED else ""
+        patch = execute.take_diff(box) if result.exit_status == SUBMITTED else ""
     return result, patch
 
 

@@ -8,7 +8,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from bot.repo_config_schema import RepoConfig
+from bot.repo_config.schema import RepoConfig
 
 DEFAULT_TEST_CMD = "python3 -m unittest {tests}"
 INSTANCE_ID = r"^[A-Za-z0-9][A-Za-z0-9._+-]{0,199}$"

@@ -7,9 +7,9 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from bot.repo_config_apply import setup_networked
-from bot.repo_config_schema import RepoConfig
-from bot.steps import RunFailed, run_setup
+from bot.pipeline.admit import setup_networked
+from bot.pipeline.execute import RunFailed, run_setup
+from bot.repo_config.schema import RepoConfig
 from sandbox.base import Sandbox, SandboxConfig, SandboxError
 
 TEST_TIMEOUT = 600  # seconds for one test command

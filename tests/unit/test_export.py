@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from bot.cli import _parser
+from bot.cli.main import _parser
 from bot.eval.export import ExportFilter, eval_trajectories, write_export
 from bot.eval.export_app import app_trajectories
 from bot.eval.export_command import run_export
