@@ -16,7 +16,7 @@ from bot.trajectory import annotate_trajectory
 
 Print = Callable[[str], None]
 # Endings that say nothing about the model's skill: a rerun tries these tasks again.
-RETRIED_ON_RESUME = {"ModelUnavailable", "Cancelled"}
+RETRIED_ON_RESUME = {"ModelUnavailable", "ModelTimeout", "Cancelled"}
 
 
 @dataclass
