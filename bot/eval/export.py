@@ -72,7 +72,7 @@ def metadata(trajectory: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any
         "repo": mini_fix.get("repo"),
         "issue": mini_fix.get("issue"),
         "run_id": mini_fix.get("run_id"),
-        "model": config.get("model", {}).get("model_name"),
+        "model": mini_fix.get("model") or config.get("model", {}).get("model_name"),
         "config_digest": config_digest(config),
         "steps": mini_fix.get("steps"),
         "tokens": mini_fix.get("total_tokens"),

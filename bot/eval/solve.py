@@ -73,7 +73,12 @@ def _agent(task: EvalTask, ctx: EvalContext, run_id: str, tmp: Path) -> tuple[Ag
     writer = TrajectoryWriter(
         ctx.trajectory_path(task),
         secrets=ctx.settings.secrets,
-        mini_fix={"run_id": run_id, "repo": task.repo, "eval": {"instance_id": task.instance_id}},
+        mini_fix={
+            "run_id": run_id,
+            "repo": task.repo,
+            "model": ctx.model_config.model_name,
+            "eval": {"instance_id": task.instance_id},
+        },
     )
     text = cap(clean(task.problem_statement), MAX_TASK_CHARS)
     if extra := guidance(task.repo_config(), checkout):

@@ -203,6 +203,7 @@ def _sandboxed(
             "run_id": run_id,
             "job_id": state.job.id,
             "training": state.config.training,
+            "model": state.model.model_name,
         },
         mirror=partial(deps.save_trajectory, run_id) if deps.save_trajectory else None,
     )

@@ -54,6 +54,7 @@ class ClosedPrSource:
 def _trajectory_model(path: Path) -> str:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
-        return str(data["info"]["config"]["model"]["model_name"] or "unknown")
+        model = data.get("mini_fix", {}).get("model") or data["info"]["config"]["model"]["model_name"]
+        return str(model or "unknown")
     except (OSError, ValueError, KeyError, TypeError):
         return "unknown"

@@ -95,9 +95,10 @@ def test_jobs_runs_and_metrics_show_the_outcome(
     repo = merged["repository"]["full_name"]
     _job_with_pr(ledger, repo, 3, JobKind.FIX, "run1")
     _job_with_pr(ledger, repo, 3, JobKind.RETRY, "run2")
-    TrajectoryWriter(settings.data_dir / "runs" / "run2" / "trajectory.json", mini_fix={"repo": repo}).save(
-        [], config={"model": {"model_name": "hosted_vllm/qwen"}}, stats=RunStats()
+    writer = TrajectoryWriter(  # as the pipeline writes it: the run's model in our block, none in the agent config
+        settings.data_dir / "runs" / "run2" / "trajectory.json", mini_fix={"repo": repo, "model": "hosted_vllm/qwen"}
     )
+    writer.save([], config={"model": {"model_name": None}}, stats=RunStats())
     deliver(client, "pull_request", merged)
 
     table = format_table(ledger.list(), ledger.pr_outcomes())
