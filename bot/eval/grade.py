@@ -53,10 +53,10 @@ def grade(
         except GitFailed as exc:
             return Grade(error=str(exc))
         try:
-            with prepared(factory, config, run_id, checkout, task.repo_config()) as box:
+            with prepared(factory, config, run_id, checkout, task.repo_config()) as ready:
                 return Grade(
-                    fail_to_pass=run_tests(box, task.test_cmd, task.FAIL_TO_PASS),
-                    pass_to_pass=run_tests(box, task.test_cmd, task.PASS_TO_PASS),
+                    fail_to_pass=run_tests(ready.sandbox, task.test_cmd, task.FAIL_TO_PASS),
+                    pass_to_pass=run_tests(ready.sandbox, task.test_cmd, task.PASS_TO_PASS),
                 )
         except (SetupFailed, SandboxError) as exc:
             return Grade(error=f"grading: {exc}")

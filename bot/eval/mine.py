@@ -162,7 +162,8 @@ def _results(
         except GitFailed as exc:
             raise _Drop(f"at {where}: {exc}") from exc
         try:
-            with prepared(factory, config, f"mine-{commit[:10]}", checkout, repo_config) as box:
+            with prepared(factory, config, f"mine-{commit[:10]}", checkout, repo_config) as ready:
+                box = ready.sandbox
                 ids = _list_tests(box.execute(tests, timeout=600).output) if isinstance(tests, str) else tests
                 return run_tests(box, test_cmd, ids, timeout)
         except (SetupFailed, SandboxError) as exc:

@@ -84,20 +84,26 @@ def _agent(task: EvalTask, ctx: EvalContext, run_id: str, tmp: Path) -> tuple[Ag
     if extra := guidance(task.repo_config(), checkout):
         text = f"{text}\n\n{extra}"
     with (
-        prepared(ctx.sandbox, _sandbox_config(task, ctx), run_id, checkout, task.repo_config()) as box,
-        execute.closed_on_cancel(box, ctx.cancel),  # an interrupted eval removes its containers at once
+        prepared(ctx.sandbox, _sandbox_config(task, ctx), run_id, checkout, task.repo_config()) as ready,
+        execute.closed_on_cancel(ready.sandbox, ctx.cancel),  # an interrupted eval removes its containers at once
     ):
         result = execute.run_agent(
             ctx.model(ctx.model_config),
-            box,
+            ready.sandbox,
             config,
             text,
             trajectory=writer,
             on_step=lambda _event: None,
             cancel=ctx.cancel,
         )
-        patch = execute.take_diff(box) if result.exit_status == SUBMITTED else ""
-    return result, patch
+        if result.exit_status != SUBMITTED:
+            return result, ""
+        # As the App takes it: the tree exported as files, diffed against the base by the host's own git.
+        max_bytes = ctx.settings.max_export_bytes
+        change = execute.take_change(
+            ready.sandbox, checkout, tmp / "export", max_bytes=max_bytes, exclude=ready.excludes
+        )
+    return result, change.diff
 
 
 def _sandbox_config(task: EvalTask, ctx: EvalContext) -> SandboxConfig:

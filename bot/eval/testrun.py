@@ -5,9 +5,9 @@ from __future__ import annotations
 import shlex
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
-from bot.pipeline.admit import setup_networked
 from bot.pipeline.execute import RunFailed, run_setup
 from bot.repo_config.schema import RepoConfig
 from sandbox.base import Sandbox, SandboxConfig, SandboxError
@@ -41,15 +41,24 @@ def run_tests(sandbox: Sandbox, template: str, ids: list[str], timeout: float = 
 
 
 def _passes(sandbox: Sandbox, command: str, timeout: float) -> bool:
-    result = sandbox.execute(command, timeout=timeout)
+    """A verdict from the engine's own exit code (run_check), never from what the sandbox prints."""
+    result = sandbox.run_check(command, timeout=timeout)
     return result.returncode == 0 and not result.exception_info
+
+
+@dataclass
+class Prepared:
+    """A sandbox ready for the agent or the tests, and what its setup left untracked (kept out of the change)."""
+
+    sandbox: Sandbox
+    excludes: str
 
 
 @contextmanager
 def prepared(
     factory: SandboxFactory, config: SandboxConfig, run_id: str, checkout: Path, repo: RepoConfig
-) -> Iterator[Sandbox]:
-    """A fresh sandbox holding `checkout`, the repository's setup run; removed afterwards."""
+) -> Iterator[Prepared]:
+    """A fresh sandbox holding `checkout`, the repository's setup run (with the network `config` gives it)."""
     try:
         sandbox = factory(config, run_id)
     except SandboxError as exc:
@@ -57,9 +66,9 @@ def prepared(
     try:
         try:
             sandbox.copy_in(checkout)
-            run_setup(sandbox, repo.setup, networked=setup_networked(repo))
+            excludes = run_setup(sandbox, repo.setup, networked=config.network)
         except (SandboxError, RunFailed) as exc:
             raise SetupFailed(f"setup: {exc}") from exc
-        yield sandbox
+        yield Prepared(sandbox, excludes)
     finally:
         sandbox.close()
