@@ -231,7 +231,7 @@ def _sandboxed(
             )
             if state.config.test:
                 state.test = execute.run_test(sandbox, state.config.test)
-                annotate_trajectory(writer.path, "test", state.test)
+                annotate_trajectory(writer.path, "test", redact(state.test, writer.secrets))
             return change
     finally:
         sandbox.close()
