@@ -6,45 +6,18 @@ operator's or the repository's settings changes what a patch or a diff means.
 
 from __future__ import annotations
 
-import os
-import subprocess
 from pathlib import Path
 
-FIXED_ENV = {
-    "GIT_CONFIG_NOSYSTEM": "1",
-    "GIT_CONFIG_GLOBAL": os.devnull,
-    "GIT_TERMINAL_PROMPT": "0",
-    "GIT_ASKPASS": "true",
-    "LC_ALL": "C",
-}
-SAFE = ["-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false", "-c", "diff.external="]
+from bot.pipeline.gitops import GitError, git_bytes
 
-
-class GitFailed(Exception):
-    """A git step failed; the message says which and git's own reason."""
+GitFailed = GitError
+"""A git step failed; the message says which and git's own reason (the worker's own git error)."""
 
 
 def git(args: list[str], *, cwd: Path | None = None, stdin: str | None = None, timeout: float = 600) -> str:
-    """Run git under the fixed configuration; raise GitFailed with git's message."""
-    env = {**os.environ, **FIXED_ENV}
-    try:
-        proc = subprocess.run(
-            ["git", *SAFE, *args],
-            cwd=cwd,
-            input=stdin,
-            capture_output=True,
-            text=True,
-            env=env,
-            timeout=timeout,
-            check=False,
-            errors="surrogateescape",
-        )
-    except subprocess.TimeoutExpired:
-        raise GitFailed(f"git {args[0]} timed out after {timeout:.0f}s") from None
-    if proc.returncode != 0:
-        detail = (proc.stderr.strip() or proc.stdout.strip())[-1500:]
-        raise GitFailed(f"git {args[0]} failed (exit {proc.returncode}): {detail}")
-    return proc.stdout
+    """Run git under the worker's hardened configuration; raise GitFailed with git's message."""
+    out = git_bytes(args, cwd=cwd, what=f"git {args[0]}", stdin=stdin, timeout=timeout)
+    return out.decode("utf-8", "surrogateescape")
 
 
 def base_checkout(source: str, commit: str, dest: Path) -> str:
