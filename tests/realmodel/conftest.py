@@ -19,6 +19,7 @@ import pytest
 import yaml
 
 from bot.agent.config import DEFAULT_CONFIG_PATH, deep_merge
+from tests.support.tiers import honour_realmodel_opt_out, setup_failed
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "scripts" / "ensure-model.sh"
@@ -43,24 +44,19 @@ class RealModel:
         return f"hosted_vllm/{self.alias}"
 
 
-def _setup_failed(reason: str) -> None:
-    if os.environ.get("CI", "").lower() == "true":
-        pytest.fail(f"realmodel setup failed: {reason}", pytrace=False)
-    pytest.skip(f"realmodel setup failed (not CI, so skipped): {reason}")
-
-
 @pytest.fixture(scope="session")
 def real_model() -> Iterator[RealModel]:
     """The 1.5B behind llama.cpp on 127.0.0.1, started for the session if it was not already running."""
-    if os.environ.get("MINIFIX_SKIP_REALMODEL") == "1":
-        pytest.skip("MINIFIX_SKIP_REALMODEL=1: real-model tests skipped on purpose")
+    honour_realmodel_opt_out()
     was_running = subprocess.run([str(SCRIPT), "status"], capture_output=True).returncode == 0
     try:
         started = subprocess.run([str(SCRIPT), "start"], capture_output=True, text=True, timeout=SETUP_SECONDS)
     except subprocess.TimeoutExpired:
-        _setup_failed(f"scripts/ensure-model.sh start took over {SETUP_SECONDS}s")
+        setup_failed("realmodel", f"scripts/ensure-model.sh start took over {SETUP_SECONDS}s")
     if started.returncode != 0:
-        _setup_failed(f"scripts/ensure-model.sh start exited {started.returncode}:\n{started.stderr[-3000:]}")
+        setup_failed(
+            "realmodel", f"scripts/ensure-model.sh start exited {started.returncode}:\n{started.stderr[-3000:]}"
+        )
     alias = os.environ.get(
         "MINIFIX_REAL_MODEL_ALIAS", f"qwen2.5-coder-{os.environ.get('MINIFIX_REAL_MODEL_SIZE', '1.5b')}"
     )

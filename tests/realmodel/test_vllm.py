@@ -25,6 +25,7 @@ from sandbox.base import SandboxConfig, SandboxError
 from sandbox.docker import DockerSandbox
 from tests.realmodel.conftest import TIER_CONFIG
 from tests.support.buggy_repos import CALC, build
+from tests.support.tiers import honour_realmodel_opt_out, setup_failed
 from tests.support.vllm_server import VllmServer, describe, script
 
 pytestmark = [pytest.mark.docker, pytest.mark.realmodel]
@@ -38,24 +39,17 @@ SETUP_SECONDS = 1800  # a fresh cache installs vLLM (~3.4 GB) and converts the w
 IMAGE = os.environ.get("MINIFIX_SANDBOX_IMAGE", "mini-fix-sandbox:latest")
 
 
-def _setup_failed(reason: str) -> None:
-    if os.environ.get("CI", "").lower() == "true":
-        pytest.fail(f"vLLM setup failed: {reason}", pytrace=False)
-    pytest.skip(f"vLLM setup failed (not CI, so skipped): {reason}")
-
-
 @pytest.fixture(scope="module")
 def vllm() -> Iterator[VllmServer]:
     """vLLM on 127.0.0.1, started for these tests unless it was already running (then left running)."""
-    if os.environ.get("MINIFIX_SKIP_REALMODEL") == "1":
-        pytest.skip("MINIFIX_SKIP_REALMODEL=1: real-model tests skipped on purpose")
+    honour_realmodel_opt_out()
     was_running = script("status").returncode == 0
     try:
         started = script("start", timeout=SETUP_SECONDS)
     except Exception as e:  # a timeout, or the script missing
-        _setup_failed(f"scripts/ensure-vllm.sh start: {e}")
+        setup_failed("vLLM", f"scripts/ensure-vllm.sh start: {e}")
     if started.returncode != 0:
-        _setup_failed(f"scripts/ensure-vllm.sh start exited {started.returncode}:\n{started.stderr[-3000:]}")
+        setup_failed("vLLM", f"scripts/ensure-vllm.sh start exited {started.returncode}:\n{started.stderr[-3000:]}")
     yield describe()
     if not was_running:
         script("stop")
