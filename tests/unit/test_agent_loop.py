@@ -82,7 +82,7 @@ def test_every_request_is_the_previous_one_plus_what_happened_since() -> None:
 
 @pytest.mark.parametrize(("reply", "found"), [("no block at all", 0), (bash("ls") + "\n" + bash("pwd"), 2)])
 def test_zero_or_two_actions_get_a_format_error_and_the_reply_is_not_kept(reply: str, found: int) -> None:
-    agent, _, sandbox = make_agent([reply, SUBMIT])
+    agent, _, sandbox = make_agent([reply, SUBMIT], agent={"first_action_only": False})
     result = agent.run("task")
     error = result.messages[2]
     assert (error["role"], error["extra"]["interrupt_type"], error["extra"]["n_actions"]) == (
