@@ -10,7 +10,7 @@ from jinja2 import StrictUndefined, Template
 
 from bot.agent.config import ACTION_REGEX
 from bot.agent.errors import FormatError, Submitted, exit_message
-from bot.agent.fences import find_actions
+from bot.agent.fences import action_spans, find_actions
 from sandbox.base import ExecResult
 
 SUBMIT_MARKER = "COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"
@@ -48,6 +48,12 @@ def parse_action(
             "extra": {"interrupt_type": "FormatError", "n_actions": len(actions), "model_response": content},
         }
     )
+
+
+def first_of_several(content: str) -> str | None:
+    """The reply cut just after its first action block when it holds several (default regex), else None."""
+    spans = action_spans(content)
+    return content[: spans[0][1]] if len(spans) > 1 else None
 
 
 def check_submitted(result: ExecResult) -> None:

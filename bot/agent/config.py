@@ -47,6 +47,8 @@ class AgentConfig(BaseModel):
         "Try a different approach."
     )
     """Jinja2 template of the message sent instead of running a refused command (`command`, `failures`)."""
+    first_action_only: bool = False
+    """A reply with several actions runs its first, kept up to that block's end (default regex; off, as upstream)."""
 
 
 class ModelConfig(BaseModel):

@@ -6,11 +6,11 @@ import threading
 import time
 import traceback
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
-from bot.agent.actions import check_submitted, parse_action, render
-from bot.agent.config import MiniFixAgentConfig
+from bot.agent.actions import check_submitted, first_of_several, parse_action, render
+from bot.agent.config import ACTION_REGEX, MiniFixAgentConfig
 from bot.agent.errors import (
     Cancelled,
     FormatError,
@@ -111,9 +111,11 @@ class Agent:
     def step(self) -> None:
         """One model call and, when the reply holds one action, its execution."""
         self.check_limits()
-        reply = self.query()
+        raw = self.query()
+        reply = self.first_action_only(raw)
         command = self.parse_action(reply)
-        self.add({"role": "assistant", "content": reply.content, "extra": self.reply_extra(reply, [command])})
+        extra = self.reply_extra(reply, [command]) | ({"model_response": raw.content} if reply is not raw else {})
+        self.add({"role": "assistant", "content": reply.content, "extra": extra})
         self.refuse_repeated_failure(command)
         result = self.sandbox.execute(command)
         self.event = self.step_event(command, result.returncode)
@@ -151,6 +153,13 @@ class Agent:
         self.prompt_tokens += reply.prompt_tokens
         self.completion_tokens += reply.completion_tokens
         return reply
+
+    def first_action_only(self, reply: ModelReply) -> ModelReply:
+        """With `first_action_only`, a reply holding several actions cut after its first; else the reply."""
+        if not self.config.agent.first_action_only or self.config.model.action_regex != ACTION_REGEX:
+            return reply
+        cut = first_of_several(reply.content)
+        return reply if cut is None else replace(reply, content=cut)
 
     def parse_action(self, reply: ModelReply) -> str:
         """The reply's one command; zero or several raise FormatError (the reply itself is not kept)."""

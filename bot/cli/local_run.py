@@ -16,6 +16,7 @@ from bot.agent.config import DEFAULT_CONFIG_PATH, MiniFixAgentConfig, ModelConfi
 from bot.agent.loop import Agent, AgentResult, StepEvent
 from bot.pipeline.admit import deployment_sandbox
 from bot.pipeline.exits import SUBMITTED, exit_for
+from bot.pipeline.gitops import repo_files
 from bot.pipeline.run import resolve_model_config
 from bot.settings import Settings
 from bot.trajectory import TrajectoryWriter
@@ -128,7 +129,7 @@ def _run_in_sandbox(
         agent = Agent(
             LitellmModel(model, api_key=api_key), sandbox, config, trajectory=writer, on_step=print_step
         )
-        result = agent.run(request.task, **sandbox.template_vars())
+        result = agent.run(request.task, **sandbox.template_vars(), repo_files=repo_files(request.repo))
         return result, sandbox.diff()
     finally:
         sandbox.close()

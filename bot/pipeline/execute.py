@@ -161,12 +161,13 @@ def run_agent(
     trajectory: TrajectoryWriter,
     on_step: Callable[[StepEvent], None],
     cancel: threading.Event,
+    checkout: Path,
 ) -> AgentResult:
     """Run the agent; a crash inside it ends the run as `agent_crashed` (its trajectory is already saved)."""
     agent = Agent(model, sandbox, config, trajectory=trajectory, on_step=on_step, cancel=cancel)
     try:
         with sandbox_errors():
-            return agent.run(task, **sandbox.template_vars())
+            return agent.run(task, **sandbox.template_vars(), repo_files=gitops.repo_files(checkout))
     except RunFailed:
         raise
     except Exception as exc:

@@ -219,6 +219,7 @@ def _sandboxed(
                 trajectory=writer,
                 on_step=partial(_on_step, state.status),
                 cancel=cancel,
+                checkout=checkout,
             )
             state.run["exit_status"] = state.result.exit_status
             execute.require_submission(state.result)

@@ -75,14 +75,14 @@ def test_every_request_is_the_previous_one_plus_what_happened_since() -> None:
         {"role": "user", "content": second[-1]["content"]},
     ]
     assert third[: len(second)] == second and len(third) == len(second) + 1  # format error: message only
-    assert third[-1]["role"] == "user" and "Expected exactly 1 action, found 0." in third[-1]["content"]
+    assert third[-1]["role"] == "user" and "no mswea_bash_command block" in third[-1]["content"]
     assert fourth[: len(third)] == third and fourth[len(third)]["content"] == replies[2]
     assert len(fourth) == len(third) + 2
 
 
 @pytest.mark.parametrize(("reply", "found"), [("no block at all", 0), (bash("ls") + "\n" + bash("pwd"), 2)])
 def test_zero_or_two_actions_get_a_format_error_and_the_reply_is_not_kept(reply: str, found: int) -> None:
-    agent, _, sandbox = make_agent([reply, SUBMIT])
+    agent, _, sandbox = make_agent([reply, SUBMIT], agent={"first_action_only": False})
     result = agent.run("task")
     error = result.messages[2]
     assert (error["role"], error["extra"]["interrupt_type"], error["extra"]["n_actions"]) == (
@@ -90,7 +90,7 @@ def test_zero_or_two_actions_get_a_format_error_and_the_reply_is_not_kept(reply:
         "FormatError",
         found,
     )
-    assert f"found {found}." in error["content"]
+    assert (f"you sent {found} commands" if found else "no mswea_bash_command block") in error["content"]
     assert error["extra"]["model_response"] == reply
     assert reply not in [m["content"] for m in result.messages]
     assert sandbox.commands == ["echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT && echo 'fixed the parser'"]

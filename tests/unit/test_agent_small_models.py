@@ -12,7 +12,7 @@ import pytest
 import respx
 import yaml
 
-from bot.agent.config import DEFAULT_CONFIG_PATH, ModelConfig, load_config
+from bot.agent.config import DEFAULT_CONFIG_PATH, AgentConfig, ModelConfig, load_config
 from bot.agent.errors import ModelTimeout
 from bot.agent.loop import Agent
 from bot.agent.model import LitellmModel
@@ -68,7 +68,7 @@ def test_a_reply_cut_at_the_cap_without_a_command_gets_the_length_message() -> N
     messages, sandbox = run([cut, SUBMIT])
     error = messages[2]
     assert error["extra"]["interrupt_type"] == "FormatError" and error["extra"]["finish_reason"] == "length"
-    assert "cut off at the length limit" in error["content"]
+    assert "Cut off before the command block ended" in error["content"]
     assert sandbox.commands == ["echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT && echo done"]
 
 
@@ -106,3 +106,37 @@ def test_a_call_that_times_out_is_not_retried(api: respx.MockRouter) -> None:
     assert route.call_count == 1
     assert route.calls[0].request.extensions["timeout"]["read"] == 7
     assert "timeout" not in json.loads(route.calls[0].request.content)
+
+
+def test_several_commands_in_one_reply_are_refused_with_a_short_count() -> None:
+    plan = bash("ls") + "\n\n" + bash("cat calc.py") + "\n\n" + bash("sed -i s/a/b/ calc.py")
+    messages, sandbox = run([plan, bash("ls"), SUBMIT], agent={"first_action_only": False})
+    error = messages[2]
+    assert error["extra"]["interrupt_type"] == "FormatError" and error["extra"]["n_actions"] == 3
+    assert error["content"].strip() == "Nothing was run: you sent 3 commands. Send only the first one, alone."
+    assert sandbox.commands[0] == "ls"
+
+
+def test_the_default_task_lists_the_repositorys_files_when_given() -> None:
+    config = load_config(DEFAULT_CONFIG_PATH)
+    sandbox = FakeSandbox()
+    files = "calc.py\ntests/test_calc.py"
+    with_files = Agent(ScriptedModel([SUBMIT]), sandbox, config).run("Fix it", repo_files=files).messages[1]
+    without = Agent(ScriptedModel([SUBMIT]), FakeSandbox(), config).run("Fix it").messages[1]
+    assert f"<files>\n{files}\n</files>" in with_files["content"]
+    assert "<files>" not in without["content"] and "Fix it" in without["content"]
+
+
+def test_with_first_action_only_a_plan_runs_its_first_command_and_keeps_the_reply_to_there() -> None:
+    plan = bash("cat calc.py", "THOUGHT: read it.") + "\n\n" + bash("sed -i s/-/+/ calc.py", "THOUGHT: fix it.")
+    messages, sandbox = run([plan, SUBMIT], agent={"first_action_only": True})
+    reply = messages[2]
+    assert sandbox.commands[0] == "cat calc.py" and "sed -i s/-/+/ calc.py" not in sandbox.commands
+    assert reply["role"] == "assistant" and reply["content"] == bash("cat calc.py", "THOUGHT: read it.")
+    assert reply["extra"]["model_response"] == plan and reply["extra"]["actions"] == [{"command": "cat calc.py"}]
+    assert messages[3]["role"] == "user" and messages[-1]["extra"]["exit_status"] == "Submitted"
+
+
+def test_first_action_only_is_off_unless_configured_and_on_in_the_default_config() -> None:
+    assert AgentConfig(system_template="s", instance_template="t").first_action_only is False
+    assert load_config(DEFAULT_CONFIG_PATH).agent.first_action_only is True

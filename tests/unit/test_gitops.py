@@ -124,3 +124,28 @@ def test_changed_paths_sees_renames_and_quoted_names() -> None:
     )
     assert gitops.changed_paths(diff) == ["old.txt", ".github/workflows/new.yml", "sp ace\tx"]
     assert gitops.protected_paths(diff) == [".github/workflows/new.yml"]
+
+
+def _repo_with(tmp_path: Path, names: list[str]) -> Path:
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    for name in names:
+        (repo / name).write_text("x\n")
+    subprocess.run(["git", "init", "-q"], cwd=repo, check=True)
+    subprocess.run(["git", "add", "."], cwd=repo, check=True)
+    return repo
+
+
+def test_repo_files_lists_the_tracked_files_and_not_untracked_ones(tmp_path: Path) -> None:
+    repo = _repo_with(tmp_path, ["b.py", "a.py"])
+    (repo / "scratch.txt").write_text("not tracked\n")
+    assert gitops.repo_files(repo) == "a.py\nb.py"
+
+
+def test_repo_files_is_capped_with_a_count_of_the_rest(tmp_path: Path) -> None:
+    repo = _repo_with(tmp_path, [f"m{i}.py" for i in range(5)])
+    assert gitops.repo_files(repo, limit=2) == "m0.py\nm1.py\n... and 3 more files"
+
+
+def test_repo_files_is_empty_outside_a_git_repository(tmp_path: Path) -> None:
+    assert gitops.repo_files(tmp_path) == ""
