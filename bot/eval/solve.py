@@ -95,6 +95,7 @@ def _agent(task: EvalTask, ctx: EvalContext, run_id: str, tmp: Path) -> tuple[Ag
             trajectory=writer,
             on_step=lambda _event: None,
             cancel=ctx.cancel,
+            checkout=checkout,
         )
         if result.exit_status != SUBMITTED:
             return result, ""
