@@ -152,8 +152,10 @@ class Settings(BaseSettings):
         secret = self.webhook_secret.get_secret_value()
         if secret.strip().lower() in PLACEHOLDER_SECRETS:
             raise SettingsError(
-                "MINIFIX_WEBHOOK_SECRET is missing or a placeholder: set it to the webhook secret of your "
-                "GitHub App (e.g. `openssl rand -hex 32`, then paste the same value into the App's settings)."
+                "MINIFIX_WEBHOOK_SECRET is missing or a placeholder. No GitHub App yet? Run `mini-fix setup` "
+                "(README, Quick start): it creates the App and writes its id, key and webhook secret to ./.env, "
+                "which this command reads. Otherwise set it to your App's webhook secret (e.g. `openssl rand -hex 32`, "
+                "then paste the same value into the App's settings)."
             )
         return secret
 
