@@ -27,20 +27,38 @@ install_packages() {
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
 }
 
+# A PID file left by an engine that no longer runs (a machine image taken while it ran, a crash) makes dockerd
+# refuse to start; the PID in it may since have been reused by an unrelated process, so `kill -0` is not enough:
+# the file is stale unless that PID is still the named program.
+clear_stale_pidfile() {
+    local file="$1" program="$2" pid
+    [ -f "$file" ] || return 0
+    pid="$(tr -dc '0-9' <"$file")"
+    if [ -n "$pid" ] && [ "$(cat "/proc/$pid/comm" 2>/dev/null)" = "$program" ]; then
+        return 0
+    fi
+    say "removing stale $file (pid ${pid:-none} is not $program)"
+    rm -f "$file"
+}
+
+# pgrep without procps: is any process's name exactly $1?
+program_running() { grep -qx "$1" /proc/[0-9]*/comm 2>/dev/null; }
+
 start_engine() {
     if docker info >/dev/null 2>&1; then
         say "engine already running"
         return
     fi
     [ "$(id -u)" -eq 0 ] || die "no Docker engine answers and starting dockerd needs root"
-    local pidfile=/var/run/docker.pid
-    if [ -f "$pidfile" ] && ! kill -0 "$(cat "$pidfile")" 2>/dev/null; then
-        say "removing stale $pidfile"
-        rm -f "$pidfile"
+    clear_stale_pidfile /var/run/docker.pid dockerd
+    clear_stale_pidfile /var/run/docker/containerd/containerd.pid containerd
+    if program_running dockerd; then
+        say "a dockerd is running but not answering yet; waiting for it"
+    else
+        say "starting dockerd (log: $dockerd_log)"
+        # setsid: the engine outlives the shell (and the process group) that started it.
+        setsid nohup dockerd >"$dockerd_log" 2>&1 < /dev/null &
     fi
-    say "starting dockerd (log: $dockerd_log)"
-    # setsid: the engine outlives the shell (and the process group) that started it.
-    setsid nohup dockerd >"$dockerd_log" 2>&1 < /dev/null &
     local waited=0
     until docker info >/dev/null 2>&1; do
         if [ "$waited" -ge "$wait_seconds" ]; then

@@ -24,6 +24,17 @@ if [[ -z "${VERSION:-}" ]]; then
 fi
 
 if ! pg_lsclusters --no-header | awk -v v="$VERSION" -v c="$CLUSTER" '$1==v && $2==c' | grep -q online; then
+    # A postmaster.pid left by a server that no longer runs (a machine image taken while it ran) whose PID now
+    # belongs to another process makes PostgreSQL refuse to start: stale unless that PID is still a postgres.
+    DATA_DIR="$(pg_lsclusters --no-header | awk -v v="$VERSION" -v c="$CLUSTER" '$1==v && $2==c {print $6}')"
+    LOCK="$DATA_DIR/postmaster.pid"
+    if [[ -f "$LOCK" ]]; then
+        LOCK_PID="$(head -n1 "$LOCK" | tr -dc '0-9')"
+        if [[ "$(cat "/proc/${LOCK_PID:-0}/comm" 2>/dev/null)" != postgres ]]; then
+            log "removing stale $LOCK (pid ${LOCK_PID:-none} is not postgres)"
+            rm -f "$LOCK"
+        fi
+    fi
     log "starting cluster $VERSION/$CLUSTER"
     pg_ctlcluster "$VERSION" "$CLUSTER" start >&2
 fi
