@@ -1,0 +1,76 @@
+"""Several attempts at one job: what each produced, what the App itself found when it tested it, and the choice.
+
+Everything here is decided on the worker from data it took out and checked itself: the change is the host's own
+diff (`change.py`), test and reproduction verdicts are exit codes of fresh sandboxes the agent never touched.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from bot.pipeline.change import Change
+
+
+@dataclass
+class Reproduction:
+    """An attempt's reproduction test, run by the App: it must fail on the base commit and pass with the fix."""
+
+    files: list[str]  # the attempt's new or changed test files, from the host's own diff
+    fails_before: bool | None = None  # base commit + only these files; None = not run
+    passes_after: bool | None = None  # base commit + the attempt's whole change
+    detail: str = ""  # why it was not run, or the tails of the two runs
+
+    @property
+    def valid(self) -> bool:
+        """Fails before the fix and passes after it, both seen by the App."""
+        return self.fails_before is True and self.passes_after is True
+
+
+@dataclass
+class Candidate:
+    """One attempt: its own sandbox, sampling settings, trajectory and change."""
+
+    index: int  # 1-based attempt number, the fixed tie-break
+    run_id: str  # the attempt's own run id (its trajectory in the viewer)
+    temperature: float | None = None
+    exit_status: str = ""
+    change: Change | None = None  # None: nothing submitted, or no change could be taken out
+    refused: list[str] = field(default_factory=list)  # protected paths, links, secrets: not acceptable
+    test: dict[str, Any] | None = None  # the repository's test command on this change, in a fresh sandbox
+    reproduction: Reproduction | None = None
+    cross: dict[int, bool] = field(default_factory=dict)  # other attempt's valid reproduction -> passes here
+    steps: int = 0
+    tokens: int = 0
+    seconds: float = 0.0
+    error: str = ""  # how the attempt ended when it did not submit (the outcome's detail)
+
+    @property
+    def submitted(self) -> bool:
+        """The agent submitted and left a non-empty change."""
+        return self.change is not None and bool(self.change.diff.strip())
+
+    @property
+    def acceptable(self) -> bool:
+        """Submitted, and nothing in its change is refused."""
+        return self.submitted and not self.refused
+
+    @property
+    def lines_changed(self) -> int:
+        """Added plus removed lines of its diff."""
+        if self.change is None:
+            return 0
+        return sum(
+            1
+            for line in self.change.diff.splitlines()
+            if line.startswith(("+", "-")) and not line.startswith(("+++ ", "--- "))
+        )
+
+
+@dataclass
+class Choice:
+    """The selection's result: the chosen candidate (None: none acceptable) and a reason for every attempt."""
+
+    chosen: Candidate | None
+    ranking: list[Candidate]  # acceptable candidates, best first
+    reasons: dict[int, str]  # attempt index -> why it was chosen or not, in words a reviewer reads
