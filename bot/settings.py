@@ -82,6 +82,10 @@ class Settings(BaseSettings):
     """Default sandbox CPU quota, in cores."""
     sandbox_disk: str = "1g"
     """Default size of the sandbox's working directory (a tmpfs volume)."""
+    attempts: int = 1
+    """Default attempts per job (a repository's `attempts:` may ask for more, up to MINIFIX_MAX_ATTEMPTS_PER_JOB)."""
+    max_attempts_per_job: int = 5
+    """Ceiling on a repository's `attempts`; a higher value is clamped, and the status comment says so."""
     max_steps: int = 300
     """Ceiling on a repository's `limits.steps`; a higher value is clamped, and the status comment says so."""
     max_tokens: int = 5_000_000

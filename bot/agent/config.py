@@ -49,6 +49,9 @@ class AgentConfig(BaseModel):
     """Jinja2 template of the message sent instead of running a refused command (`command`, `failures`)."""
     first_action_only: bool = False
     """A reply with several actions runs its first, kept up to that block's end (default regex; off, as upstream)."""
+    attempt_temperatures: list[float] = [0.0, 0.7, 1.0]
+    """Sampling temperature of attempt 1, 2, 3, ... of one job (cycled when there are more attempts); attempt 1
+    alone keeps `model.model_kwargs`' own temperature when the job has a single attempt."""
 
 
 class ModelConfig(BaseModel):

@@ -28,6 +28,10 @@ def clamp(config: RepoConfig, settings: Settings) -> tuple[RepoConfig, list[str]
     if config.model and not _allowed(config.model, allowed_models(settings)):
         notes.append(f"model `{config.model}` is not on this deployment's allowlist; used `{settings.model}`")
         update["model"] = None
+    if config.attempts is not None and config.attempts > settings.max_attempts_per_job:
+        top = settings.max_attempts_per_job
+        notes.append(f"`attempts: {config.attempts}` is above this deployment's ceiling; used {top}")
+        update["attempts"] = top
     if config.setup_network and not settings.allow_setup_network:
         notes.append("`setup_network` is off on this deployment (MINIFIX_ALLOW_SETUP_NETWORK); setup ran offline")
         update["setup_network"] = False
@@ -61,3 +65,8 @@ def _clamp_limits(limits: Limits, settings: Settings, notes: list[str]) -> Limit
             notes.append(f"`limits.{key}: {size}` is outside this deployment's ceiling; used {top}")
             update[key] = top
     return limits.model_copy(update=update)
+
+
+def attempts_for(config: RepoConfig, settings: Settings) -> int:
+    """How many attempts a job of this (clamped) config makes."""
+    return min(config.attempts or settings.attempts, settings.max_attempts_per_job)

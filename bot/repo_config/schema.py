@@ -47,6 +47,15 @@ class RepoConfig(BaseModel):
     """Let the change add or modify symlinks, gitlinks and `.gitmodules` (refused by default)."""
     test: str | None = None
     """A command run in the sandbox after the agent; its result goes in the PR body."""
+    attempts: int | None = Field(default=None, ge=1)
+    """Attempts per job, each in its own sandbox with its own sampling settings; the best by the App's own
+    tests is published (None = MINIFIX_ATTEMPTS; clamped to MINIFIX_MAX_ATTEMPTS_PER_JOB)."""
+    reproduce: str | None = None
+    """Command that runs some test files, `{files}` = their shell-quoted paths (e.g. `python3 -m pytest -q {files}`):
+    how the App checks an attempt's reproduction test fails before its fix and passes after. None = inferred
+    from `test` where it can be (pytest, unittest), else no reproduction check."""
+    test_paths: list[str] = ["test_*.py", "*_test.py", "tests/**", "test/**", "**/tests/**", "**/test/**"]
+    """Globs naming test files: a change's new or changed files matching them are its reproduction test."""
     protected_paths: list[str] = []
     """Globs the agent's change may not touch, on top of `.github/workflows/**`."""
     instructions: str = ""
