@@ -50,17 +50,21 @@ def sandbox_errors() -> Iterator[None]:
 @contextmanager
 def closed_on_cancel(sandbox: Sandbox, cancel: threading.Event, poll: float = 0.5) -> Iterator[None]:
     """Remove the container as soon as `cancel` is set, so `/agent stop` ends a long action now, not at its
-    timeout; what fails inside because of it is reported as `cancelled`."""
+    timeout; what fails inside because of it is reported as `cancelled`. Leaving the block does not wait for the
+    watcher's next poll (that was up to `poll` seconds at the end of every run): once it is left, the watcher
+    never closes the sandbox, and ends by itself at its next wake-up."""
     done = threading.Event()
+    lock = threading.Lock()
 
     def watch() -> None:
         while not done.is_set():
             if cancel.wait(poll):
-                sandbox.close()
+                with lock:
+                    if not done.is_set():
+                        sandbox.close()
                 return
 
-    watcher = threading.Thread(target=watch, name="cancel-watch", daemon=True)
-    watcher.start()
+    threading.Thread(target=watch, name="cancel-watch", daemon=True).start()
     try:
         yield
     except RunFailed as exc:
@@ -68,8 +72,8 @@ def closed_on_cancel(sandbox: Sandbox, cancel: threading.Event, poll: float = 0.
             raise RunFailed(Outcome.CANCELLED) from exc
         raise
     finally:
-        done.set()
-        watcher.join()
+        with lock:  # a close the watcher began finishes first; after this it closes nothing
+            done.set()
 
 
 def issue_number(gh: GitHubGateway, job: Job) -> int:
