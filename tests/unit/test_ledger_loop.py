@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -52,6 +53,38 @@ def test_a_failing_write_does_not_sink_its_batch(tmp_path: Path) -> None:
     with pytest.raises(RuntimeError, match="closed"):
         asyncio.run(_submit_nothing(writer))
     assert [r[0] for r in connect().execute("SELECT v FROM t ORDER BY v")] == [1, 2]
+
+
+def test_first_runs_bare_and_the_op_only_when_first_wrote_nothing(tmp_path: Path) -> None:
+    def connect() -> sqlite3.Connection:
+        return sqlite3.connect(tmp_path / "f.db", isolation_level=None, check_same_thread=False)
+
+    with connect() as conn:
+        conn.execute("CREATE TABLE t (v INTEGER UNIQUE, src TEXT)")
+    writer = LoopGroupCommit(connect)
+
+    def first(v: int) -> Callable[[sqlite3.Connection], object]:
+        """One INSERT; a clash inserts nothing (None: the op runs)."""
+        return lambda c: c.execute("INSERT INTO t VALUES (?, 'first') ON CONFLICT DO NOTHING", (v,)).rowcount or None
+
+    def long_way(c: sqlite3.Connection, v: int) -> str:
+        c.execute("UPDATE t SET src = 'op' WHERE v = ?", (v,))
+        if v == 3:
+            raise ValueError("the long way fails after writing")
+        return "op"
+
+    async def main() -> list[object]:
+        futures = [writer.submit(lambda c, v=v: long_way(c, v), first=first(v)) for v in (1, 1, 2, 3, 3)]
+        futures.append(writer.submit(lambda c: "op", first=lambda c: c.execute("INSERT INTO t VALUES (NULL + x, '')")))
+        return await asyncio.gather(*futures, return_exceptions=True)
+
+    results = asyncio.run(main())
+    assert results[:4] == [1, "op", 1, 1]
+    assert isinstance(results[4], ValueError)  # its savepoint undid its UPDATE
+    assert isinstance(results[5], sqlite3.OperationalError)  # a failing first: only its statement is gone
+    writer.close()
+    rows = connect().execute("SELECT v, src FROM t ORDER BY v").fetchall()
+    assert rows == [(1, "op"), (2, "first"), (3, "first")]
 
 
 async def _submit_nothing(writer: LoopGroupCommit) -> None:

@@ -46,7 +46,10 @@ class SqliteLedger(SqlLedger[sqlite3.Connection]):
         """Record a job from an event loop: committed on the loop's thread with everything else pending there."""
         if not req.delivery_id:
             raise ValueError("a job request needs its delivery id (idempotency key)")
-        return await self._loop_writer.submit(lambda conn: ledger_sqlite_ops.submit(conn, req))
+        return await self._loop_writer.submit(
+            lambda conn: ledger_sqlite_ops.submit_long(conn, req),
+            first=lambda conn: ledger_sqlite_ops.submit_first(conn, req),  # the common case, without a savepoint
+        )
 
     def remember_label(self, key: str, label: str | None) -> None:
         """Cache the trigger label of `owner/name`, or of an owner as `owner/*` (None forgets it)."""

@@ -23,7 +23,7 @@ from bot import metrics
 from bot.ledger.writer import MAX_BATCH, Op, run_in_savepoint
 
 T = TypeVar("T")
-Pending = tuple[Op, "asyncio.Future[Any]"]
+Pending = tuple[Op, "Op | None", "asyncio.Future[Any]"]
 Outcome = tuple[Any, BaseException | None]
 
 log = structlog.get_logger(__name__)
@@ -41,14 +41,20 @@ class LoopGroupCommit:
         self._lock = threading.Lock()  # only contended when two event loops share one ledger (tests)
         self._closed = False
 
-    def submit(self, op: Callable[[sqlite3.Connection], T]) -> asyncio.Future[T]:
-        """Queue `op` for the loop's next batch; the future resolves after the commit holding its writes."""
+    def submit(
+        self, op: Callable[[sqlite3.Connection], T], *, first: Callable[[sqlite3.Connection], T | None] | None = None
+    ) -> asyncio.Future[T]:
+        """Queue `op` for the loop's next batch; the future resolves after the commit holding its writes.
+
+        `op` runs in its own savepoint. `first`, when given, is tried before it without one, so it must be one
+        statement (atomic by itself): when it returns a result, that is the outcome and `op` never runs; None means
+        it wrote nothing and `op` runs. A savepoint costs two statements and a copy of each page it touches."""
         if self._closed:
             raise RuntimeError("the ledger is closed")
         loop = asyncio.get_running_loop()
         future: asyncio.Future[T] = loop.create_future()
         with self._lock:
-            self._pending.append((op, future))
+            self._pending.append((op, first, future))
             start = not self._busy and len(self._pending) == 1
         if start:
             loop.call_soon(self._start)
@@ -68,7 +74,7 @@ class LoopGroupCommit:
         assert committer is not None
         try:
             conn.execute("BEGIN IMMEDIATE")
-            outcomes = [run_in_savepoint(conn, op) for op, _ in batch]
+            outcomes = [_run(conn, op, first) for op, first, _ in batch]
         except sqlite3.Error as exc:
             self._failed(conn, batch, exc)
             self._finish(batch, [(None, exc)] * len(batch), loop)
@@ -95,7 +101,7 @@ class LoopGroupCommit:
         with self._lock:
             self._busy = False
             more = bool(self._pending)
-        for (_, future), (result, error) in zip(batch, outcomes, strict=True):
+        for (_, _, future), (result, error) in zip(batch, outcomes, strict=True):
             _resolve(future, result, error, loop)
         if more:
             self._start()
@@ -107,12 +113,23 @@ class LoopGroupCommit:
             pending, self._pending = self._pending, []
             committer, conn = self._committer, self._conn
             self._committer = self._conn = None
-        for _, future in pending:
+        for _, _, future in pending:
             _resolve(future, None, RuntimeError("the ledger is closed"), None)
         if committer is not None:
             committer.shutdown(wait=True)
         if conn is not None:
             conn.close()
+
+
+def _run(conn: sqlite3.Connection, op: Op, first: Op | None) -> Outcome:
+    if first is not None:
+        try:
+            result = first(conn)
+        except Exception as exc:  # one statement: SQLite rolled back its writes, the batch's other writes stand
+            return None, exc
+        if result is not None:
+            return result, None
+    return run_in_savepoint(conn, op)
 
 
 def _call_soon(loop: asyncio.AbstractEventLoop, callback: Callable[..., None], *args: Any) -> None:

@@ -62,8 +62,18 @@ SQLITE = Dialect(param="?", lock="", tiebreak="rowid", stop_active=stop_active)
 
 def submit(conn: Conn, req: JobRequest) -> SubmitResult:
     """Record a job: a new delivery on an issue without an active run is one INSERT; the rest take the long way."""
+    return submit_first(conn, req) or submit_long(conn, req)
+
+
+def submit_first(conn: Conn, req: JobRequest) -> SubmitResult | None:
+    """The one-INSERT case of `submit` (atomic by itself); None when it wrote nothing and the long way is needed."""
     if not req.extra.get("on_pull_request") and (job := insert(conn, req)) is not None:
         return SubmitResult(job, created=True)
+    return None
+
+
+def submit_long(conn: Conn, req: JobRequest) -> SubmitResult:
+    """`submit` when the INSERT alone did not do: a redelivery, a pull request's retry, an issue's active run."""
     existing = select_jobs(SQLITE, conn, "delivery_id = ?", (req.delivery_id,))
     if existing:
         return SubmitResult(existing[0], created=False)
