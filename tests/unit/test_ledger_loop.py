@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from bot.jobs import JobKind, JobRequest
+from bot.ledger.sqlite import ops
 from bot.ledger.sqlite.ledger import SqliteLedger
 from bot.ledger.sqlite.loop import LoopGroupCommit
 
@@ -102,4 +103,17 @@ def test_loop_writes_and_the_writer_thread_share_the_file(tmp_path: Path) -> Non
 
     asyncio.run(main())
     assert len(ledger.list(limit=100)) == 20
+    ledger.close()
+
+
+def test_job_ids_follow_time_and_a_clash_draws_another(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    ledger = SqliteLedger(tmp_path / "ledger.db")
+    first = asyncio.run(ledger.submit_async(request(1))).job.id
+    later = asyncio.run(ledger.submit_async(request(2))).job.id
+    assert len(first) == len(later) == 16 and first[:11] <= later[:11]
+    drawn = iter([first, "0" * 16])  # the next id clashes with a row's; the long way draws another
+    monkeypatch.setattr(ops, "new_job_id", lambda: next(drawn))
+    result = asyncio.run(ledger.submit_async(request(3)))
+    assert result.created and result.job.id == "0" * 16
+    assert {j.id for j in ledger.list()} == {first, later, "0" * 16}
     ledger.close()
