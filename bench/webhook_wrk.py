@@ -6,6 +6,9 @@ request carries its own issue number and delivery id, signed ahead of time, so e
 durable ledger row (group commit) before its 202. Each round runs, side by side: wrk against a trivial Node HTTP
 server (the generator's own ceiling here), the minimal Probot 14.3.2 app, and `mini-fix serve --no-worker`; the
 order alternates between rounds. After each mini-fix run the ledger's rows are counted against wrk's 2xx answers.
+Before each mini-fix run the disk's fdatasync latency is sampled in the data dir's file system (what each group
+commit waits for), and the server's own metrics give the commits and rows per commit. `--tmpfs-control` adds a
+mini-fix run with its data dir on tmpfs, where a sync costs nothing: a control for the CPU-bound rate, not a result.
 """
 
 from __future__ import annotations
@@ -18,11 +21,15 @@ import json
 import os
 import re
 import sqlite3
+import statistics
 import subprocess
 import sys
 import tempfile
+import time
 from dataclasses import dataclass
 from pathlib import Path
+
+import httpx
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -73,6 +80,9 @@ class WrkResult:
     errors: int
     wrk_cpu_ms: float  # wrk's own CPU per request
     server_cpu_ms: float = 0.0  # the server's CPU (all its threads) per request: steadier than rates on a busy box
+    commits: int = 0  # mini-fix's group commits during the measured run (its /metrics)
+    rows_per_commit: float = 0.0
+    sync_ms: tuple[float, float, float] = (0.0, 0.0, 0.0)  # fdatasync p50, p90, p99 sampled just before the run
 
 
 def lua_script(count: int, webhook_path: str, data: Path, body_kb: float = 0.0) -> str:
@@ -131,8 +141,40 @@ def run_wrk(port: int, script: Path, args: argparse.Namespace, offset: int = 0) 
     )
 
 
+def sync_latency(directory: Path, samples: int = 200) -> tuple[float, float, float]:
+    """fdatasync after a 4 KiB overwrite in `directory` (a group commit's WAL sync): p50, p90, p99 in ms."""
+    path = directory / "sync-probe"
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        os.pwrite(fd, b"\0" * (64 << 12), 0)
+        os.fsync(fd)
+        took = []
+        for n in range(samples):
+            os.pwrite(fd, b"x" * 4096, (n % 64) << 12)
+            start = time.perf_counter()
+            os.fdatasync(fd)
+            took.append((time.perf_counter() - start) * 1000)
+    finally:
+        os.close(fd)
+        path.unlink()
+    q = statistics.quantiles(took, n=100)
+    return q[49], q[89], q[98]
+
+
+def commit_counts(port: int) -> tuple[float, float]:
+    """mini-fix's group-commit histogram so far: (commits, rows)."""
+    found = {"count": 0.0, "sum": 0.0}
+    for line in httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=10).text.splitlines():
+        for key in found:
+            if line.startswith(f"minifix_ledger_commit_batch_size_{key} "):
+                found[key] = float(line.split()[1])
+    return found["count"], found["sum"]
+
+
 def server_command(name: str, port: int) -> tuple[list[str], Path, str, str]:
     """How to start one server: command, working directory, webhook path, health path."""
+    if name == "mini-fix-tmpfs":
+        name = "mini-fix"
     if name == "before":  # mini-fix from another checkout (PYTHONPATH set in `environment`), same venv
         serve = [sys.executable, "-m", "bot.cli.main", "serve", "--no-worker", "--host", "127.0.0.1"]
         return [*serve, "--port", str(port)], BEFORE_TREE[0], "/webhook", "/healthz"
@@ -170,11 +212,15 @@ def environment(port: int, data_dir: str, name: str) -> dict[str, str]:
     }
 
 
+MINI_FIX = ("mini-fix", "before", "mini-fix-tmpfs")
+
+
 def measure(name: str, args: argparse.Namespace, count: int) -> WrkResult:
     """Start one server, warm it with a short wrk run, measure, count what it recorded, stop it."""
     port = free_port()
     command, cwd, webhook_path, health = server_command(name, port)
-    with tempfile.TemporaryDirectory() as data_dir:
+    on_tmpfs = "/dev/shm" if name == "mini-fix-tmpfs" else None
+    with tempfile.TemporaryDirectory(dir=on_tmpfs) as data_dir:
         script = Path(data_dir) / "deliveries.lua"
         script.write_text(lua_script(count, webhook_path, Path(data_dir) / "deliveries.txt", args.body_kb))
         log = open(Path(data_dir) / "server.log", "wb")  # noqa: SIM115  # closed below, after the server
@@ -183,11 +229,17 @@ def measure(name: str, args: argparse.Namespace, count: int) -> WrkResult:
             wait_ready(f"http://127.0.0.1:{port}{health}", server)
             warm = argparse.Namespace(**{**vars(args), "duration": 1})
             warmed = run_wrk(port, script, warm, offset=count // 2)  # its own half of the table
+            ours = name in MINI_FIX
+            sync = sync_latency(Path(data_dir)) if ours else (0.0, 0.0, 0.0)
+            commits = commit_counts(port) if ours else (0.0, 0.0)
             cpu = process_cpu(server.pid)
             result = run_wrk(port, script, args)
             per = (process_cpu(server.pid) - cpu) * 1000 / max(1, result.requests)
-            result = dataclasses.replace(result, server_cpu_ms=per)
-            if name in ("mini-fix", "before"):
+            result = dataclasses.replace(result, server_cpu_ms=per, sync_ms=sync)
+            if ours:
+                after = commit_counts(port)
+                done, rows = after[0] - commits[0], after[1] - commits[1]
+                result = dataclasses.replace(result, commits=int(done), rows_per_commit=rows / max(1.0, done))
                 check_recorded(Path(data_dir), warmed.requests + result.requests - result.errors, count)
         finally:
             server.terminate()
@@ -214,6 +266,7 @@ TITLES = {
     "baseline": "bare FastAPI/uvicorn, one process (verify + json parse + 202, records nothing): our stack's floor",
     "before": "mini-fix serve --no-worker from the --before checkout (the same path before this branch's changes)",
     "mini-fix": "mini-fix serve --no-worker (verify, decide, durable group-commit ledger row, enqueue, 202)",
+    "mini-fix-tmpfs": "CONTROL, not a result: mini-fix with its data dir on tmpfs (a sync costs nothing there)",
 }
 
 
@@ -225,6 +278,14 @@ def show(name: str, result: WrkResult) -> None:
         f"load {os.getloadavg()[0]:.1f}",
         flush=True,
     )
+    if result.commits:
+        p50, p90, p99 = result.sync_ms
+        print(
+            f"            {result.commits} commits ({result.commits / max(1, result.requests) * 1000:.0f} per 1,000 "
+            f"deliveries), {result.rows_per_commit:.2f} rows per commit; fdatasync here just before: "
+            f"p50 {p50:.2f} p90 {p90:.2f} p99 {p99:.2f} ms",
+            flush=True,
+        )
 
 
 def main() -> None:
@@ -237,7 +298,10 @@ def main() -> None:
     parser.add_argument("--body-kb", type=float, default=0.0, help="pad each issue's text to this many KiB")
     parser.add_argument("--only", nargs="*", default=["trivial", "probot", "baseline", "mini-fix"])
     parser.add_argument("--before", type=Path, help="also run mini-fix from this checkout (e.g. a `git archive`)")
+    parser.add_argument("--tmpfs-control", action="store_true", help="also run mini-fix with its data on tmpfs")
     args = parser.parse_args()
+    if args.tmpfs_control:
+        args.only = [*args.only, "mini-fix-tmpfs"]
     if args.before:
         BEFORE_TREE.append(args.before.resolve())
         args.only = [*args.only, "before"]
@@ -258,8 +322,6 @@ def main() -> None:
 
 def summary(results: dict[str, list[WrkResult]]) -> None:
     """Medians over the rounds, and mini-fix against Probot (measured in the same run)."""
-    import statistics
-
     med = {
         name: (statistics.median(r.rate for r in runs), statistics.median(r.p99_ms for r in runs))
         for name, runs in results.items()
@@ -281,6 +343,12 @@ def summary(results: dict[str, list[WrkResult]]) -> None:
                 f"--before checkout vs Probot: throughput {med['before'][0] / med['probot'][0]:.2f}x, "
                 f"p99 {med['before'][1] / med['probot'][1]:.2f}x"
             )
+    if "mini-fix-tmpfs" in med and "mini-fix" in med and "probot" in med:
+        control = med["mini-fix-tmpfs"][0]
+        print(
+            f"CONTROL (data on tmpfs, no real sync; not a result): {control / med['probot'][0]:.2f}x Probot, "
+            f"{control / med['mini-fix'][0]:.2f}x mini-fix on disk"
+        )
     if "trivial" in med:
         busiest = max(rate for name, (rate, _) in med.items() if name != "trivial")
         print(f"wrk ceiling {med['trivial'][0]:.0f}/s = {med['trivial'][0] / busiest:.1f}x the fastest app measured")
