@@ -9,17 +9,35 @@ from typing import Any
 import orjson
 import structlog
 
+from bot.redaction import REDACTED, scrub_text
+
 
 def _redactor(secrets: list[str]) -> Any:
+    def clean(value: str) -> str:
+        for secret in secrets:
+            value = value.replace(secret, REDACTED)
+        return scrub_text(value)[0]  # a token minted for one job is in no list: its shape gives it away
+
     def redact(_logger: Any, _name: str, event: dict[str, Any]) -> dict[str, Any]:
         for key, value in event.items():
             if isinstance(value, str):
-                for secret in secrets:
-                    value = value.replace(secret, "***")
-                event[key] = value
+                event[key] = clean(value)
+            elif isinstance(value, (dict, list, tuple)):
+                event[key] = clean_nested(value, clean)
         return event
 
     return redact
+
+
+def clean_nested(value: Any, clean: Any) -> Any:
+    """Strings inside (nested) dicts, lists and tuples cleaned; other values as they are."""
+    if isinstance(value, str):
+        return clean(value)
+    if isinstance(value, dict):
+        return {k: clean_nested(v, clean) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [clean_nested(v, clean) for v in value]
+    return value
 
 
 def _dumps(event: dict[str, Any], **kw: Any) -> str:

@@ -15,8 +15,9 @@ from typing import Any
 
 import structlog
 
+from bot.redaction import REDACTED
+
 TRAJECTORY_FORMAT = "mini-swe-agent-1.1"
-REDACTED = "***"
 Messages = list[dict[str, Any]]
 log = structlog.get_logger(__name__)
 
