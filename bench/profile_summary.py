@@ -4,7 +4,9 @@
 
 Each sample is charged to the first bucket (in the order below) that one of its frames matches, innermost frame
 first, so a sample inside the logger called from the route counts as logging, not as the route. With --requests
-(the number of deliveries answered while sampling) each bucket is also shown as milliseconds per delivery.
+(the number of deliveries answered while sampling) each bucket is also shown as milliseconds per delivery. With
+--thread (a profile recorded with `py-spy --threads`) only the named threads count, e.g. `MainThread` (the event
+loop) or `ledger-commit` (the COMMIT and its sync, GIL released: samples there are mostly waiting on the disk).
 """
 
 from __future__ import annotations
@@ -45,11 +47,15 @@ def main() -> None:
     parser.add_argument("profile")
     parser.add_argument("--requests", type=int, default=0)
     parser.add_argument("--rate", type=float, default=250.0, help="py-spy's sampling rate (-r)")
+    parser.add_argument("--thread", default="", help="only stacks of threads whose name holds this (py-spy --threads)")
     args = parser.parse_args()
     counts: Counter[str] = Counter()
     for line in Path(args.profile).read_text(encoding="utf-8").splitlines():
         stack, _, n = line.rpartition(" ")
-        counts[bucket_of(stack.split(";"))] += int(n)
+        frames = stack.split(";")
+        if args.thread and not (frames[0].startswith("thread (") and args.thread in frames[0]):
+            continue
+        counts[bucket_of(frames)] += int(n)
     total = sum(counts.values())
     print(f"{total} samples at {args.rate:.0f} Hz = {total / args.rate:.2f} s of CPU on the sampled threads")
     for name, n in counts.most_common():
