@@ -17,11 +17,11 @@ from bot.agent.model_base import Model
 from bot.eval.grade import Grade, grade
 from bot.eval.hostgit import GitFailed, base_checkout
 from bot.eval.tasks import EvalTask
-from bot.eval.testrun import SandboxFactory, SetupFailed, prepared
 from bot.pipeline import execute
 from bot.pipeline.admit import agent_config_for, guidance, sandbox_config_for
 from bot.pipeline.execute import RunFailed
 from bot.pipeline.task import MAX_TASK_CHARS, cap, clean
+from bot.pipeline.testbed import SandboxFactory, SetupFailed, prepared
 from bot.settings import Settings
 from bot.trajectory import TrajectoryWriter
 from sandbox.base import SandboxConfig, SandboxError

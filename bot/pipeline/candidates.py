@@ -19,7 +19,10 @@ class Reproduction:
     files: list[str]  # the attempt's new or changed test files, from the host's own diff
     fails_before: bool | None = None  # base commit + only these files; None = not run
     passes_after: bool | None = None  # base commit + the attempt's whole change
-    detail: str = ""  # why it was not run, or the tails of the two runs
+    detail: str = ""  # why it was not run (or not fully), in a reviewer's words; "" when both runs happened
+    command: str = ""  # the reproduce command as run (with the files), "" when there is none
+    before: str = ""  # the tail of its output on the base commit + only the test files
+    after: str = ""  # the tail of its output on the base commit + the whole change
 
     @property
     def valid(self) -> bool:
