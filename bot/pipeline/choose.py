@@ -110,9 +110,17 @@ def _row(c: Candidate, choice: Choice, total: int, link: str | None) -> dict[str
         "passed": reproductions_passed(c) if c.acceptable and total else None,
         "lines": c.lines_changed if c.submitted else None,
         "chosen": choice.chosen is c,
-        "reason": choice.reasons.get(c.index, ""),
+        "reason": _without_verdict(choice.reasons.get(c.index, "")),
         "link": link,
     }
+
+
+def _without_verdict(reason: str) -> str:
+    """The reason without its leading "chosen: " / "not chosen: " (the table's cell says which)."""
+    for prefix in ("not chosen: ", "chosen: "):
+        if reason.startswith(prefix):
+            return reason[len(prefix) :]
+    return reason
 
 
 def _repro_cell(c: Candidate) -> str:

@@ -73,7 +73,9 @@ def test_three_attempts_choose_the_small_fix_with_a_valid_reproduction(
     assert chosen["mini_fix"]["run_id"] == small["run_id"] and chosen["mini_fix"]["eval"]["resolved"] is True
     own = json.loads(traj.with_name("calc.attempt-1.traj.json").read_text())
     assert own["mini_fix"]["eval"]["chosen"] is False and own["mini_fix"]["run_id"] == broken["run_id"]
-    assert lines[-1].startswith("[1/1] resolved 1")
+    assert lines[-1].startswith("[1/1] resolved 1") and lines[-1].endswith(
+        "(attempt 3 of 3 chosen; any attempt resolved: yes)"
+    )
 
     again: list[str] = []
     run_tasks([task], ctx, store, workers=1, say=again.append)

@@ -101,6 +101,8 @@ def test_the_table_has_a_row_per_attempt_with_its_verdicts_and_link() -> None:
     assert "| 1 of 1 |" in rows[0] and "**yes**" in rows[0] and "| 0 of 1 |" in rows[1]
     assert "[trajectory](https://bot.example/runs/run1)" in rows[0]
     assert "passes before the fix too (no credit)" in rows[1] and rows[1].endswith("| — |")
+    assert "| no: it passes 0 of 1 valid reproduction tests, attempt 1 passes 1 |" in rows[1]
+    assert "| no: its change touches what mini-fix may not push: secret&#124;dir/x |" in rows[2]
     assert "refused (secret&#124;dir/x)" in rows[2] and rows[2].count(" | ") == 8
 
 
