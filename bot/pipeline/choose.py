@@ -14,6 +14,7 @@ from bot.pipeline.exits import SUBMITTED
 from bot.render import render
 
 TEMPLATE = "attempts_table.md"
+DETAIL_CHARS = 300  # of a reproduction's detail in a table cell (a git error can be long)
 
 
 def reproductions_passed(c: Candidate) -> int:
@@ -106,7 +107,7 @@ def _row(c: Candidate, choice: Choice, total: int, link: str | None) -> dict[str
         "acceptable": c.acceptable,
         "test": c.test,
         "reproduction": _repro_cell(c),
-        "repro_detail": rep.detail if rep is not None else "",
+        "repro_detail": rep.detail[:DETAIL_CHARS] if rep is not None else "",
         "passed": reproductions_passed(c) if c.acceptable and total else None,
         "lines": c.lines_changed if c.submitted else None,
         "chosen": choice.chosen is c,
