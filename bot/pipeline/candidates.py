@@ -9,7 +9,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from bot.pipeline import gitops
 from bot.pipeline.change import Change
+from bot.repo_config.schema import RepoConfig
 
 
 @dataclass
@@ -19,7 +21,10 @@ class Reproduction:
     files: list[str]  # the attempt's new or changed test files, from the host's own diff
     fails_before: bool | None = None  # base commit + only these files; None = not run
     passes_after: bool | None = None  # base commit + the attempt's whole change
-    detail: str = ""  # why it was not run, or the tails of the two runs
+    detail: str = ""  # why it was not run (or not fully), in a reviewer's words; "" when both runs happened
+    command: str = ""  # the reproduce command as run (with the files), "" when there is none
+    before: str = ""  # the tail of its output on the base commit + only the test files
+    after: str = ""  # the tail of its output on the base commit + the whole change
 
     @property
     def valid(self) -> bool:
@@ -74,3 +79,13 @@ class Choice:
     chosen: Candidate | None
     ranking: list[Candidate]  # acceptable candidates, best first
     reasons: dict[int, str]  # attempt index -> why it was chosen or not, in words a reviewer reads
+
+
+def refusals(change: Change, config: RepoConfig, secrets: list[str]) -> list[str]:
+    """Why a change may not be published: protected paths, links the config does not allow, a worker's secret."""
+    refused = gitops.protected(change.paths, config.protected_paths)
+    if not config.allow_links:
+        refused += change.links
+    if any(secret in change.diff for secret in secrets if secret):
+        refused.append("(a changed file holds one of the worker's secrets)")
+    return refused

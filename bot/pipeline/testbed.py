@@ -1,4 +1,7 @@
-"""Run named tests in a sandbox and read each one's verdict from its exit code."""
+"""Fresh sandboxes for testing a tree the agent never touched, and named tests' verdicts from exit codes.
+
+Shared by the pipeline (verifying attempts) and eval (grading, mining): nothing here trusts what a sandbox prints.
+"""
 
 from __future__ import annotations
 
