@@ -32,6 +32,7 @@ from bot.trajectory import TrajectoryWriter, redact, write_atomic
 from sandbox.base import Sandbox, SandboxConfig
 
 POLL_SECONDS = 0.5
+STOP_WAIT = 30.0  # seconds an interrupted job waits for its attempts to remove their containers
 log = structlog.get_logger(__name__)
 
 
@@ -210,8 +211,14 @@ class Attempts:
         with self.plan.budget.watching():
             for thread in threads:
                 thread.start()
-            for thread in threads:
-                thread.join()
+            try:
+                for thread in threads:
+                    thread.join()
+            except BaseException:  # Ctrl-C in `mini-fix run`: every attempt stops and removes its container
+                self.plan.budget.stop.cancel("interrupted")
+                for thread in threads:
+                    thread.join(STOP_WAIT)
+                raise
         return [results[index] for index in sorted(results)]
 
     def discard(self) -> None:
