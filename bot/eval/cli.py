@@ -12,6 +12,7 @@ from pathlib import Path
 from bot.settings import Settings
 
 USAGE = """mini-fix eval TASKS [--output DIR] [--workers K] [--model NAME] [--api-base URL] [--config YAML] [--image I]
+                     [--attempts N]
        mini-fix eval compare A B [--json]
        mini-fix eval mine GIT_DIR [--output FILE] [--runner unittest|pytest] [--test-cmd CMD] [--list-cmd CMD] ..."""
 
@@ -25,7 +26,20 @@ def _run_parser() -> argparse.ArgumentParser:
     p.add_argument("--api-base", help="OpenAI-compatible API base, e.g. http://localhost:8000/v1")
     p.add_argument("--config", type=Path, help="agent config YAML laid over prompts/agent.yaml")
     p.add_argument("--image", help="sandbox image for tasks that name none")
+    p.add_argument(
+        "--attempts",
+        type=_positive,
+        help="attempts per task, in parallel, each its own sandbox and temperature; the App's own tests choose "
+        "one, which is graded (and every other submitted one, for `any_resolved`)",
+    )
     return p
+
+
+def _positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError("must be 1 or more")
+    return value
 
 
 def _compare_parser() -> argparse.ArgumentParser:
@@ -71,7 +85,9 @@ def main(argv: Sequence[str], settings: Settings) -> int:
 def _run(args: argparse.Namespace, settings: Settings) -> int:
     from bot.eval.command import EvalRequest, eval_context, run_eval
 
-    request = EvalRequest(args.tasks, args.output, args.workers, args.model, args.api_base, args.config, args.image)
+    request = EvalRequest(
+        args.tasks, args.output, args.workers, args.model, args.api_base, args.config, args.image, args.attempts
+    )
     return run_eval(request, eval_context(request, settings))
 
 

@@ -32,6 +32,7 @@ class EvalRequest:
     api_base: str | None = None
     config: Path | None = None
     image: str | None = None
+    attempts: int | None = None
 
 
 def load_agent_config(settings: Settings, config: Path | None) -> MiniFixAgentConfig:
@@ -64,7 +65,9 @@ def eval_context(request: EvalRequest, settings: Settings) -> EvalContext:
 
         return DockerSandbox.start(cfg, run_id, labels={"mini-fix.eval": "1"})
 
-    return EvalContext(settings, config, model_config, model, sandbox, request.output, threading.Event())
+    return EvalContext(
+        settings, config, model_config, model, sandbox, request.output, threading.Event(), request.attempts
+    )
 
 
 def run_eval(request: EvalRequest, ctx: EvalContext) -> int:
@@ -78,19 +81,26 @@ def run_eval(request: EvalRequest, ctx: EvalContext) -> int:
         print(f"warning: {where}: not a task: {why}", file=sys.stderr)
     store = ResultStore(request.output)
     name = ctx.model_config.model_name
-    identity = {"model": name, "config_digest": config_digest(ctx.agent_config.model_dump(mode="json"))}
+    identity: dict[str, Any] = {"model": name, "config_digest": config_digest(ctx.agent_config.model_dump(mode="json"))}
+    if ctx.attempts:
+        identity["attempts"] = ctx.attempts  # a directory holds results of one number of attempts
     try:
         store.claim(identity)
     except OutputInUse as exc:
         print(f"mini-fix: {exc}", file=sys.stderr)
         return 2
-    print(f"eval: {len(tasks)} task(s), model {name}, {request.workers} worker(s), output {request.output}", flush=True)
+    each = f", {ctx.attempts} attempt(s) each" if ctx.attempts else ""
+    print(
+        f"eval: {len(tasks)} task(s){each}, model {name}, {request.workers} worker(s), output {request.output}",
+        flush=True,
+    )
     try:
         run_tasks(tasks, ctx, store, request.workers, lambda line: print(line, flush=True))
     finally:
         report = store.write_report(tasks, name, bad)
+    oracle = f"; any attempt resolved {report['any_resolved']}" if "any_resolved" in report else ""
     print(
-        f"resolved {report['resolved']}/{report['total']} ({report['errors']} error(s)); "
+        f"resolved {report['resolved']}/{report['total']}{oracle} ({report['errors']} error(s)); "
         f"report {request.output / 'report.json'}, predictions {request.output / 'predictions.jsonl'}"
     )
     return 0 if report["finished"] == report["total"] else 1

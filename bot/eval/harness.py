@@ -9,14 +9,13 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from typing import Any
 
-from bot.eval.solve import EvalContext, solve
+from bot.eval.attempts import solve_attempts
+from bot.eval.solve import RETRIED_ON_RESUME, EvalContext, solve
 from bot.eval.store import ResultStore
 from bot.eval.tasks import EvalTask
 from bot.trajectory import annotate_trajectory
 
 Print = Callable[[str], None]
-# Endings that say nothing about the model's skill: a rerun tries these tasks again.
-RETRIED_ON_RESUME = {"ModelUnavailable", "ModelTimeout", "Cancelled"}
 
 
 @dataclass
@@ -76,7 +75,7 @@ def run_tasks(tasks: list[EvalTask], ctx: EvalContext, store: ResultStore, worke
 def _safe_solve(task: EvalTask, ctx: EvalContext) -> dict[str, Any]:
     """solve(), with anything unforeseen turned into the task's error instead of ending the whole eval."""
     try:
-        return solve(task, ctx)
+        return solve_attempts(task, ctx, ctx.attempts) if ctx.attempts else solve(task, ctx)
     except Exception as exc:
         detail = traceback.format_exception_only(exc)[-1].strip()
         return {

@@ -13,12 +13,13 @@ from typing import Any
 
 from bot.agent.config import MiniFixAgentConfig, ModelConfig
 from bot.agent.loop import AgentResult
-from bot.agent.model_base import Model
+from bot.agent.model_base import Model, ModelReply
 from bot.eval.grade import Grade, grade
 from bot.eval.hostgit import GitFailed, base_checkout
 from bot.eval.tasks import EvalTask
 from bot.pipeline import execute
 from bot.pipeline.admit import agent_config_for, guidance, sandbox_config_for
+from bot.pipeline.change import Change
 from bot.pipeline.execute import RunFailed
 from bot.pipeline.task import MAX_TASK_CHARS, cap, clean
 from bot.pipeline.testbed import SandboxFactory, SetupFailed, prepared
@@ -27,6 +28,8 @@ from bot.trajectory import TrajectoryWriter
 from sandbox.base import SandboxConfig, SandboxError
 
 SUBMITTED = "Submitted"
+# Endings that say nothing about the model's skill: a rerun tries these tasks again.
+RETRIED_ON_RESUME = {"ModelUnavailable", "ModelTimeout", "Cancelled"}
 
 
 @dataclass
@@ -40,6 +43,7 @@ class EvalContext:
     sandbox: SandboxFactory
     output: Path
     cancel: threading.Event
+    attempts: int | None = None  # `--attempts N`: N attempts per task, verified and chosen; None = one, as before
 
     def trajectory_path(self, task: EvalTask) -> Path:
         """Where a task's trajectory is written (SWE-bench's layout)."""
@@ -52,43 +56,83 @@ def solve(task: EvalTask, ctx: EvalContext) -> dict[str, Any]:
     run_id = uuid.uuid4().hex[:12]
     record: dict[str, Any] = {"instance_id": task.instance_id, "repo": task.repo, "run_id": run_id}
     with tempfile.TemporaryDirectory(prefix=f"mini-fix-eval-{run_id}-") as tmp:
+        checkout = Path(tmp) / "repo"
         try:
-            result, patch = _agent(task, ctx, run_id, Path(tmp))
+            base_checkout(task.git, task.base_commit, checkout)
+            attempt = run_attempt(task, ctx, run_id, Path(tmp), checkout=checkout)
         except (GitFailed, SetupFailed, RunFailed, SandboxError) as exc:
-            return record | _error(exc, started)
-        record |= _stats(result) | {"model_patch": patch}
-        verdict = (
-            grade(task, patch, ctx.sandbox, _sandbox_config(task, ctx), f"{run_id}-grade", Path(tmp))
-            if patch.strip()
-            else Grade(error="no patch: the agent did not submit a change")
-        )
-    record |= {"resolved": verdict.resolved, "tests": verdict.as_json(), "seconds": _since(started)}
+            return record | error_record(exc, started)
+        patch = attempt.change.diff if attempt.change else ""
+        record |= attempt.stats | {"model_patch": patch}
+        verdict = grade_patch(task, ctx, patch, f"{run_id}-grade", Path(tmp))
+    record |= {"resolved": verdict.resolved, "tests": verdict.as_json(), "seconds": since(started)}
     return record | ({"error": verdict.error} if verdict.error else {})
 
 
-def _agent(task: EvalTask, ctx: EvalContext, run_id: str, tmp: Path) -> tuple[AgentResult, str]:
-    checkout = tmp / "repo"
-    base_checkout(task.git, task.base_commit, checkout)
+def grade_patch(task: EvalTask, ctx: EvalContext, patch: str, run_id: str, tmp: Path) -> Grade:
+    """The patch graded in a fresh sandbox; no patch is never resolved."""
+    if not patch.strip():
+        return Grade(error="no patch: the agent did not submit a change")
+    return grade(task, patch, ctx.sandbox, sandbox_config(task, ctx), run_id, tmp)
+
+
+@dataclass
+class Attempt:
+    """One agent run on a task: how it ended, its change (None unless it submitted) and its statistics."""
+
+    result: AgentResult
+    change: Change | None
+    stats: dict[str, Any]
+
+
+class TimedModel:
+    """A model that adds up the time spent waiting for its replies (the model-time cost of an eval)."""
+
+    def __init__(self, model: Model) -> None:
+        self.model, self.name, self.seconds = model, model.name, 0.0
+
+    def query(self, messages: list[dict[str, Any]]) -> ModelReply:
+        """The wrapped model's reply, timed."""
+        began = time.monotonic()
+        try:
+            return self.model.query(messages)
+        finally:
+            self.seconds += time.monotonic() - began
+
+
+def run_attempt(
+    task: EvalTask,
+    ctx: EvalContext,
+    run_id: str,
+    tmp: Path,
+    *,
+    checkout: Path,
+    model_config: ModelConfig | None = None,
+    trajectory: Path | None = None,
+) -> Attempt:
+    """The App's agent on the base `checkout` in its own sandbox; the change as the App takes it out."""
     config = agent_config_for(ctx.agent_config, ctx.settings, task.repo_config())
+    model_config = model_config or ctx.model_config
     writer = TrajectoryWriter(
-        ctx.trajectory_path(task),
+        trajectory or ctx.trajectory_path(task),
         secrets=ctx.settings.secrets,
         mini_fix={
             "run_id": run_id,
             "repo": task.repo,
-            "model": ctx.model_config.model_name,
+            "model": model_config.model_name,
             "eval": {"instance_id": task.instance_id},
         },
     )
     text = cap(clean(task.problem_statement), MAX_TASK_CHARS)
     if extra := guidance(task.repo_config(), checkout):
         text = f"{text}\n\n{extra}"
+    model = TimedModel(ctx.model(model_config))
     with (
-        prepared(ctx.sandbox, _sandbox_config(task, ctx), run_id, checkout, task.repo_config()) as ready,
+        prepared(ctx.sandbox, sandbox_config(task, ctx), run_id, checkout, task.repo_config()) as ready,
         execute.closed_on_cancel(ready.sandbox, ctx.cancel),  # an interrupted eval removes its containers at once
     ):
         result = execute.run_agent(
-            ctx.model(ctx.model_config),
+            model,
             ready.sandbox,
             config,
             text,
@@ -97,17 +141,16 @@ def _agent(task: EvalTask, ctx: EvalContext, run_id: str, tmp: Path) -> tuple[Ag
             cancel=ctx.cancel,
             checkout=checkout,
         )
-        if result.exit_status != SUBMITTED:
-            return result, ""
-        # As the App takes it: the tree exported as files, diffed against the base by the host's own git.
-        max_bytes = ctx.settings.max_export_bytes
-        change = execute.take_change(
-            ready.sandbox, checkout, tmp / "export", max_bytes=max_bytes, exclude=ready.excludes
-        )
-    return result, change.diff
+        change = None
+        if result.exit_status == SUBMITTED:
+            # As the App takes it: the tree exported as files, diffed against the base by the host's own git.
+            export = tmp / f"export-{run_id}"
+            max_bytes = ctx.settings.max_export_bytes
+            change = execute.take_change(ready.sandbox, checkout, export, max_bytes=max_bytes, exclude=ready.excludes)
+    return Attempt(result, change, _stats(result) | {"model_seconds": round(model.seconds, 1)})
 
 
-def _sandbox_config(task: EvalTask, ctx: EvalContext) -> SandboxConfig:
+def sandbox_config(task: EvalTask, ctx: EvalContext) -> SandboxConfig:
     """The container the App would start for this task's repository config."""
     config = agent_config_for(ctx.agent_config, ctx.settings, task.repo_config())
     return sandbox_config_for(config, ctx.settings, task.repo_config())
@@ -127,10 +170,12 @@ def _stats(result: AgentResult) -> dict[str, Any]:
     }
 
 
-def _error(exc: Exception, started: float) -> dict[str, Any]:
+def error_record(exc: Exception, started: float) -> dict[str, Any]:
+    """A task's record when it could not run: the outcome and its detail, never resolved."""
     reason = f"{exc.outcome}: {exc.detail}" if isinstance(exc, RunFailed) else str(exc)
-    return {"resolved": False, "exit_status": "error", "error": reason, "model_patch": "", "seconds": _since(started)}
+    return {"resolved": False, "exit_status": "error", "error": reason, "model_patch": "", "seconds": since(started)}
 
 
-def _since(started: float) -> float:
+def since(started: float) -> float:
+    """Seconds since `started` (monotonic), rounded for the report."""
     return round(time.monotonic() - started, 1)

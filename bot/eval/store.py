@@ -82,6 +82,9 @@ class ResultStore:
             "invalid_lines": [{"where": w, "error": e} for w, e in bad_lines],
             "tasks": [{k: v for k, v in r.items() if k != "model_patch"} for r in records],
         }
+        if any("attempts" in r for r in records):
+            report["any_resolved"] = sum(1 for r in records if r.get("any_resolved"))
+            report["reproduction_valid"] = sum(1 for r in records if _valid_reproduction(r))
         write_atomic(self.output / REPORT, json.dumps(report, indent=2) + "\n")
         predictions = (
             json.dumps({"instance_id": r["instance_id"], "model_name_or_path": model, "model_patch": r["model_patch"]})
@@ -89,3 +92,8 @@ class ResultStore:
         )
         write_atomic(self.output / PREDICTIONS, "".join(p + "\n" for p in predictions))
         return report
+
+
+def _valid_reproduction(record: dict[str, Any]) -> bool:
+    """Whether some attempt of the task left a reproduction test the App saw fail before and pass after."""
+    return any((a.get("reproduction") or {}).get("valid") for a in record.get("attempts", []))

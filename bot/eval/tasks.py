@@ -43,6 +43,10 @@ class EvalTask(BaseModel):
     """Give the setup commands a network; it is cut before the agent (or the tests) start."""
     image: str | None = None
     """Sandbox image; None = the deployment's."""
+    test: str | None = None
+    """The repository's own test command (`test` in .github/mini-fix.yml): with `--attempts`, part of the choice."""
+    reproduce: str | None = None
+    """Runs some test files, `{files}` = their paths (`reproduce` in .github/mini-fix.yml); None = from `test`."""
 
     @field_validator("FAIL_TO_PASS", "PASS_TO_PASS", mode="before")
     @classmethod
@@ -51,8 +55,14 @@ class EvalTask(BaseModel):
         return json.loads(value) if isinstance(value, str) else value
 
     def repo_config(self) -> RepoConfig:
-        """The task seen as a repository's config: its setup and image."""
-        return RepoConfig(setup=self.setup, setup_network=self.setup_network, image=self.image)
+        """The task seen as a repository's config: its setup, image and test commands."""
+        return RepoConfig(
+            setup=self.setup,
+            setup_network=self.setup_network,
+            image=self.image,
+            test=self.test,
+            reproduce=self.reproduce,
+        )
 
     def as_json(self) -> dict[str, Any]:
         """The task as written to a tasks file (JSON lists, not strings)."""

@@ -9,7 +9,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from bot.pipeline import gitops
 from bot.pipeline.change import Change
+from bot.repo_config.schema import RepoConfig
 
 
 @dataclass
@@ -77,3 +79,13 @@ class Choice:
     chosen: Candidate | None
     ranking: list[Candidate]  # acceptable candidates, best first
     reasons: dict[int, str]  # attempt index -> why it was chosen or not, in words a reviewer reads
+
+
+def refusals(change: Change, config: RepoConfig, secrets: list[str]) -> list[str]:
+    """Why a change may not be published: protected paths, links the config does not allow, a worker's secret."""
+    refused = gitops.protected(change.paths, config.protected_paths)
+    if not config.allow_links:
+        refused += change.links
+    if any(secret in change.diff for secret in secrets if secret):
+        refused.append("(a changed file holds one of the worker's secrets)")
+    return refused

@@ -1,21 +1,138 @@
-"""Which attempt is published: a deterministic ranking over what the App itself verified, with a reason each."""
+"""Which attempt is published: a deterministic ranking over what the App itself verified, with a reason each.
+
+Only acceptable candidates (submitted a change, nothing refused) are ranked, by (a) the repository's `test`
+passing, (b) how many of all attempts' valid reproduction tests it passes (its own counts; a claimed test that
+passes on the base commit too is not valid and earns nothing), (c) fewer lines changed, (d) the lower attempt number.
+"""
 
 from __future__ import annotations
 
+from typing import Any
+
 from bot.pipeline.candidates import Candidate, Choice
+from bot.pipeline.exits import SUBMITTED
+from bot.render import render
+
+TEMPLATE = "attempts_table.md"
+
+
+def reproductions_passed(c: Candidate) -> int:
+    """Valid reproduction tests this candidate passes: its own, and the other attempts' it was run against."""
+    own = c.reproduction is not None and c.reproduction.valid
+    return int(own) + sum(1 for passed in c.cross.values() if passed)
+
+
+def valid_reproductions(candidates: list[Candidate]) -> int:
+    """How many acceptable candidates have a valid reproduction test (what `reproductions_passed` counts from)."""
+    return sum(1 for c in candidates if c.acceptable and c.reproduction is not None and c.reproduction.valid)
 
 
 def choose(candidates: list[Candidate]) -> Choice:
     """Rank the acceptable candidates (tests pass, reproductions passed, fewer lines, lower index); reason each."""
-    ranking = [c for c in candidates if c.acceptable]
-    return Choice(chosen=ranking[0] if ranking else None, ranking=ranking, reasons={})
+    tested = any(c.test is not None for c in candidates if c.acceptable)
+    ranking = sorted((c for c in candidates if c.acceptable), key=lambda c: _key(c, tested))
+    chosen = ranking[0] if ranking else None
+    total = valid_reproductions(candidates)
+    reasons = {c.index: _reason(c, chosen, tested, total, len(ranking)) for c in candidates}
+    return Choice(chosen=chosen, ranking=ranking, reasons=reasons)
+
+
+def _key(c: Candidate, tested: bool) -> tuple[bool, int, int, int]:
+    return (tested and not _test_passed(c), -reproductions_passed(c), c.lines_changed, c.index)
+
+
+def _test_passed(c: Candidate) -> bool:
+    return c.test is not None and bool(c.test.get("passed"))
+
+
+def _reason(c: Candidate, chosen: Candidate | None, tested: bool, total: int, ranked: int) -> str:
+    if not c.acceptable:
+        return "not chosen: " + _unacceptable(c)
+    assert chosen is not None
+    if c is chosen:
+        best = f"; the best of {ranked} acceptable attempts" if ranked > 1 else ""
+        return "chosen: " + _merits(c, tested, total) + best
+    return "not chosen: " + _behind(c, chosen, tested, total)
+
+
+def _unacceptable(c: Candidate) -> str:
+    if c.submitted:
+        return "its change touches what mini-fix may not push: " + ", ".join(c.refused)
+    if c.exit_status == SUBMITTED:
+        return "it submitted without changing any file"
+    ended = c.exit_status or "it did not finish"
+    return f"it did not submit a change ({ended}{': ' + c.error if c.error else ''})"
+
+
+def _merits(c: Candidate, tested: bool, total: int) -> str:
+    parts = []
+    if tested:
+        parts.append("the repository's tests pass" if _test_passed(c) else "the repository's tests fail on it")
+    if total:
+        parts.append(f"it passes {reproductions_passed(c)} of {total} valid reproduction tests")
+    parts.append(f"{c.lines_changed} lines changed")
+    return ", ".join(parts)
+
+
+def _behind(c: Candidate, chosen: Candidate, tested: bool, total: int) -> str:
+    if tested and _test_passed(c) != _test_passed(chosen):
+        code = c.test.get("returncode") if c.test else None
+        return f"the repository's tests fail on it (exit {code}), and pass on attempt {chosen.index}"
+    mine, theirs = reproductions_passed(c), reproductions_passed(chosen)
+    if mine != theirs:
+        return f"it passes {mine} of {total} valid reproduction tests, attempt {chosen.index} passes {theirs}"
+    if c.lines_changed != chosen.lines_changed:
+        return (
+            f"as good as attempt {chosen.index} on tests and reproductions, but a larger change "
+            f"({c.lines_changed} lines against {chosen.lines_changed})"
+        )
+    return f"as good as attempt {chosen.index} on every count; the earlier attempt wins the tie"
 
 
 def attempts_table(choice: Choice, candidates: list[Candidate], links: dict[int, str | None]) -> str:
     """The markdown table of every attempt for the PR body or the outcome comment."""
-    return ""
+    total = valid_reproductions(candidates)
+    rows = [_row(c, choice, total, links.get(c.index)) for c in sorted(candidates, key=lambda c: c.index)]
+    return render(TEMPLATE, part="table", rows=rows, total=total)
+
+
+def _row(c: Candidate, choice: Choice, total: int, link: str | None) -> dict[str, Any]:
+    rep = c.reproduction
+    return {
+        "index": c.index,
+        "temperature": c.temperature,
+        "ended": "submitted" if c.submitted else (c.exit_status or "did not finish"),
+        "refused": c.refused,
+        "acceptable": c.acceptable,
+        "test": c.test,
+        "reproduction": _repro_cell(c),
+        "repro_detail": rep.detail if rep is not None else "",
+        "passed": reproductions_passed(c) if c.acceptable and total else None,
+        "lines": c.lines_changed if c.submitted else None,
+        "chosen": choice.chosen is c,
+        "reason": choice.reasons.get(c.index, ""),
+        "link": link,
+    }
+
+
+def _repro_cell(c: Candidate) -> str:
+    rep = c.reproduction
+    if rep is None or not c.acceptable:
+        return "none"
+    if rep.valid:
+        return "valid"
+    if not rep.files:
+        return "none"
+    if rep.fails_before is False:
+        return "passes before"
+    if rep.fails_before is True and rep.passes_after is False:
+        return "fails after"
+    return "not checked"
 
 
 def evidence(candidate: Candidate) -> str:
     """The candidate's reproduction test seen failing before its fix and passing after it; '' when there is none."""
-    return ""
+    rep = candidate.reproduction
+    if rep is None or not rep.valid:
+        return ""
+    return render(TEMPLATE, part="evidence", rep=rep, index=candidate.index)

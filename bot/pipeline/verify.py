@@ -3,17 +3,47 @@
 For each acceptable candidate: its reproduction test (its new or changed test files) must fail on the base commit
 and pass with its whole change; the repository's `test` command runs on its change; and every other attempt's valid
 reproduction runs on its tree (cross-validation). Verdicts are the engine's exit codes, never the sandbox's output.
+
+Sandboxes per candidate: one for the base commit + its test files only (nothing else has run there, so no state
+left by another run can change the verdict); one for its whole change (its reproduction first, then `test`); and,
+when other attempts have valid reproductions, one more with those test files laid over its change (a second one
+only where two of them name the same path). Setup runs offline: the tree holds agent-written code.
 """
 
 from __future__ import annotations
 
+import shutil
+import tempfile
 import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
-from bot.pipeline.candidates import Candidate
-from bot.pipeline.testbed import SandboxFactory
+from bot.pipeline import reproduce, trees
+from bot.pipeline.candidates import Candidate, Reproduction
+from bot.pipeline.execute import OUTPUT_TAIL, RunFailed, closed_on_cancel, run_test
+from bot.pipeline.gitops import GitError
+from bot.pipeline.testbed import TEST_TIMEOUT, SandboxFactory, SetupFailed, prepared
 from bot.repo_config.schema import RepoConfig
-from sandbox.base import SandboxConfig
+from sandbox.base import Sandbox, SandboxConfig, SandboxError
+
+STOPPED = "stopped before it was verified"
+
+
+@dataclass
+class _Built:
+    """A candidate's trees on the worker, and its reproduction test files."""
+
+    candidate: Candidate
+    after: Path  # base commit + its whole change
+    files: list[str]  # its new or changed test files
+    runnable: list[str] = field(default_factory=list)  # the ones the reproduce command is given
+
+    @property
+    def valid(self) -> bool:
+        """Its reproduction failed before and passed after."""
+        return self.candidate.reproduction is not None and self.candidate.reproduction.valid
 
 
 def verify(
@@ -27,8 +57,159 @@ def verify(
     workdir: Path,
     cancel: threading.Event,
 ) -> None:
-    """Fill each acceptable candidate's `test`, `reproduction` and `cross`, in fresh sandboxes (never raises)."""
-    # Interface stub: the real checks land in the next commits on branch best-core.
-    for candidate in candidates:
-        if candidate.acceptable:
-            candidate.reproduction = None
+    """Fill each acceptable candidate's `test`, `reproduction` and `cross`, in fresh sandboxes (never raises for
+    a candidate's problem: its `detail` or `test` says what went wrong)."""
+    offline = sandbox_config.model_copy(update={"network": False, "setup_hosts": []})
+    with tempfile.TemporaryDirectory(prefix="verify-", dir=workdir) as tmp:
+        bench = _Bench(checkout, factory, offline, repo, run_id, Path(tmp), cancel)
+        built = [b for c in candidates if c.acceptable and (b := bench.build(c)) is not None]
+        for b in built:
+            bench.own(b)
+        for b in built:
+            bench.cross(b, [o for o in built if o is not b and o.valid])
+
+
+@dataclass
+class _Bench:
+    """What every verification of one job shares."""
+
+    checkout: Path
+    factory: SandboxFactory
+    config: SandboxConfig
+    repo: RepoConfig
+    run_id: str
+    tmp: Path
+    cancel: threading.Event
+
+    def build(self, c: Candidate) -> _Built | None:
+        """The candidate's after-tree and test files; None (with the reason recorded) when its change won't apply."""
+        assert c.change is not None
+        after = self.tmp / f"{c.index}-after"
+        try:
+            trees.base_tree(self.checkout, after)
+            trees.apply(after, c.change.diff)
+        except GitError as exc:
+            why = f"its change could not be applied to the base commit on the worker: {exc}"
+            c.reproduction = Reproduction(files=[], detail=why)
+            c.test = self._not_run(why)
+            return None
+        files = reproduce.test_files(c.change.paths, self.repo.test_paths, lambda p: trees.present(after, p))
+        return _Built(c, after, files, reproduce.runnable(self.repo, files))
+
+    def own(self, b: _Built) -> None:
+        """Its reproduction on the base commit (must fail) and with its change (must pass), and `test`."""
+        rep = b.candidate.reproduction = Reproduction(files=b.files)
+        template, why = reproduce.template(self.repo)
+        if not b.files:
+            rep.detail = "it added or changed no test file (`test_paths`), so there is no reproduction test"
+        elif template is None:
+            rep.detail = why
+        elif not b.runnable:
+            rep.detail = f"none of its test files ({', '.join(b.files)}) can be run by the reproduce command"
+        else:
+            rep.command = reproduce.command(template, b.runnable)
+            self._before(b, rep)
+        self._after(b, rep)
+        rep.detail = rep.detail or _verdict_detail(rep)
+
+    def _before(self, b: _Built, rep: Reproduction) -> None:
+        tree = self.tmp / f"{b.candidate.index}-before"
+        assert b.candidate.change is not None
+        try:
+            trees.base_tree(self.checkout, tree)
+            trees.apply(tree, b.candidate.change.diff, only=b.files)
+        except GitError as exc:
+            rep.detail = f"its test files could not be applied to the base commit alone: {exc}"
+            return
+
+        def run(sandbox: Sandbox) -> None:
+            passed, rep.before = _check(sandbox, rep.command)
+            rep.fails_before = not passed
+
+        rep.detail = self._session(tree, f"{b.candidate.index}-before", run)
+        shutil.rmtree(tree, ignore_errors=True)
+
+    def _after(self, b: _Built, rep: Reproduction) -> None:
+        c = b.candidate
+        if not self.repo.test and rep.fails_before is not True:
+            return  # nothing to learn from the change's own sandbox
+
+        def run(sandbox: Sandbox) -> None:
+            if rep.fails_before is True:
+                rep.passes_after, rep.after = _check(sandbox, rep.command)
+            if self.repo.test:
+                c.test = run_test(sandbox, self.repo.test)
+
+        failed = self._session(b.after, f"{c.index}-after", run)
+        if failed:
+            rep.detail = rep.detail or failed
+            if self.repo.test and c.test is None:
+                c.test = self._not_run(failed)
+
+    def cross(self, b: _Built, others: list[_Built]) -> None:
+        """Every other valid reproduction, run on this candidate's change (`cross[other index]`)."""
+        template, _ = reproduce.template(self.repo)
+        if template is None:
+            return
+        for n, layer in enumerate(_layers(others)):
+            tree = self.tmp / f"{b.candidate.index}-cross-{n}"
+            try:
+                shutil.copytree(b.after, tree, symlinks=True)
+                for other in layer:
+                    trees.overlay(other.after, tree, other.files)
+            except OSError:
+                continue  # no verdict: this candidate simply gets no cross credit for this layer
+
+            def run(sandbox: Sandbox, layer: list[_Built] = layer) -> None:
+                for other in layer:
+                    passed, _ = _check(sandbox, reproduce.command(template, other.runnable))
+                    b.candidate.cross[other.candidate.index] = passed
+
+            self._session(tree, f"{b.candidate.index}-cross-{n}", run)
+            shutil.rmtree(tree, ignore_errors=True)
+
+    def _session(self, tree: Path, what: str, body: Callable[[Sandbox], None]) -> str:
+        """Run `body` in a fresh sandbox holding `tree` (setup run); '' or why it could not finish."""
+        if self.cancel.is_set():
+            return STOPPED
+        try:
+            with (
+                prepared(self.factory, self.config, f"{self.run_id}-verify-{what}", tree, self.repo) as ready,
+                closed_on_cancel(ready.sandbox, self.cancel),
+            ):
+                body(ready.sandbox)
+        except (SetupFailed, SandboxError, RunFailed) as exc:
+            return STOPPED if self.cancel.is_set() else f"the verification sandbox failed: {exc}"
+        return ""
+
+    def _not_run(self, why: str) -> dict[str, Any]:
+        return {"command": self.repo.test, "returncode": -1, "passed": False, "output": f"not run: {why}"}
+
+
+def _check(sandbox: Sandbox, command: str) -> tuple[bool, str]:
+    """Passed (the engine's exit code 0, no timeout) and the output's tail."""
+    result = sandbox.run_check(command, timeout=TEST_TIMEOUT)
+    tail = result.output[-OUTPUT_TAIL:] + (f"\n{result.exception_info}" if result.exception_info else "")
+    return result.returncode == 0 and not result.exception_info, tail
+
+
+def _verdict_detail(rep: Reproduction) -> str:
+    if rep.fails_before is False:
+        return "its test passes on the base commit too, so it does not reproduce the issue"
+    if rep.fails_before is True and rep.passes_after is False:
+        return "its test fails with its own change applied"
+    return ""
+
+
+def _layers(others: list[_Built]) -> list[list[_Built]]:
+    """Groups of reproductions whose files do not collide, so each group shares one sandbox."""
+    layers: list[tuple[set[str], list[_Built]]] = []
+    for other in others:
+        for taken, members in layers:
+            if taken.isdisjoint(other.files):
+                taken.update(other.files)
+                members.append(other)
+                break
+        else:
+            layers.append((set(other.files), [other]))
+    return [members for _, members in layers]

@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-Reply = str | Callable[[list[dict[str, Any]]], str]
+Reply = str | Callable[[Any], str]  # given the messages, or the whole body with `with_body`
 
 
 class ScriptedModelServer:
@@ -27,6 +27,7 @@ class ScriptedModelServer:
         delay: float = 0.0,
         by_turn: bool = False,
         by_temperature: dict[float, Sequence[Reply]] | None = None,
+        with_body: bool = False,
         host: str = "127.0.0.1",
     ) -> None:
         self.replies = list(replies)
@@ -37,6 +38,8 @@ class ScriptedModelServer:
         # by_turn: pick the reply by how many assistant turns the history holds, so a run that restarts
         # (a worker killed mid-run) gets the same script again.
         self.by_turn = by_turn
+        # with_body: a callable reply is given the whole request body (sampling settings too), not just messages.
+        self.with_body = with_body
         self.requests: list[dict[str, Any]] = []
         self.peers: list[str] = []  # the client address of each request, in order (which container asked)
         self._lock = threading.Lock()
@@ -80,7 +83,7 @@ class ScriptedModelServer:
                 }
             }
         reply = replies[index]
-        content = reply(body["messages"]) if callable(reply) else reply
+        content = reply(body if self.with_body else body["messages"]) if callable(reply) else reply
         prompt_tokens = sum(len(str(m.get("content", ""))) // 4 + 1 for m in body["messages"])
         completion_tokens = len(content) // 4 + 1
         return 200, {
