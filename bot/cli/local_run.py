@@ -18,11 +18,13 @@ from bot import metrics
 from bot.agent.config import DEFAULT_CONFIG_PATH, MiniFixAgentConfig, ModelConfig, load_config
 from bot.agent.loop import StepEvent
 from bot.pipeline.admit import deployment_sandbox
-from bot.pipeline.attempts import Attempt, AttemptPlan, JobBudget, record_verdicts, refuse, started
+from bot.pipeline.attempts import Attempt, AttemptPlan, started
 from bot.pipeline.candidates import Choice
+from bot.pipeline.capacity import JobBudget
 from bot.pipeline.choose import attempts_table, choose
 from bot.pipeline.exits import SUBMITTED, exit_for
 from bot.pipeline.run import resolve_model_config
+from bot.pipeline.verdicts import record_verdicts, refuse
 from bot.pipeline.verify import verify
 from bot.repo_config.load import ConfigError, load_repo_config
 from bot.repo_config.schema import RepoConfig

@@ -2,18 +2,16 @@
 
 The attempts share the worker's one clone read-only (it is copied into each sandbox and is the base of each
 host-side diff), the job's cancel flag (`/agent stop` ends them all at once) and the job's total budget. Each
-holds one of the worker's sandbox slots (`SandboxSlots`) while its container lives; a job with more attempts
+holds one of the worker's sandbox slots (`capacity.SandboxSlots`) while its container lives; a job with more attempts
 than free slots runs the rest as slots come free.
 """
 
 from __future__ import annotations
 
-import json
 import threading
-import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -23,15 +21,15 @@ import structlog
 from bot.agent.config import MiniFixAgentConfig, ModelConfig
 from bot.agent.loop import AgentResult, StepEvent
 from bot.agent.model_base import Model
-from bot.jobs import CancelSignal, Outcome, cancel_reason
-from bot.pipeline import execute, gitops
-from bot.pipeline.candidates import Candidate, Choice
+from bot.jobs import Outcome
+from bot.pipeline import execute
+from bot.pipeline.candidates import Candidate
+from bot.pipeline.capacity import JobBudget, SandboxSlots
 from bot.pipeline.execute import EarlySandbox, RunFailed
 from bot.repo_config.schema import RepoConfig
-from bot.trajectory import TrajectoryWriter, redact, write_atomic
+from bot.trajectory import TrajectoryWriter
 from sandbox.base import Sandbox, SandboxConfig
 
-POLL_SECONDS = 0.5
 STOP_WAIT = 30.0  # seconds an interrupted job waits for its attempts to remove their containers
 log = structlog.get_logger(__name__)
 
@@ -54,92 +52,6 @@ def model_for(model: ModelConfig, temperature: float | None) -> ModelConfig:
     if temperature is None:
         return model
     return model.model_copy(update={"model_kwargs": {**model.model_kwargs, "temperature": temperature}})
-
-
-class SandboxSlots:
-    """The worker-wide bound on attempt sandboxes alive at once (0: no bound).
-
-    An attempt takes one slot before its container starts and gives it back when the container is gone; it
-    never waits for a slot while holding one, so jobs sharing a worker cannot deadlock."""
-
-    def __init__(self, limit: int) -> None:
-        self.limit = limit
-        self._free = threading.BoundedSemaphore(limit) if limit > 0 else None
-
-    def try_take(self) -> bool:
-        """Take a slot if one is free now."""
-        return self._free is None or self._free.acquire(blocking=False)
-
-    def take(self, stop: threading.Event) -> bool:
-        """Wait for a slot; False (and none taken) when `stop` is set first."""
-        while not stop.is_set():
-            if self._free is None or self._free.acquire(timeout=POLL_SECONDS):
-                return True
-        return False
-
-    def give(self) -> None:
-        """Give a slot back."""
-        if self._free is not None:
-            self._free.release()
-
-
-class JobBudget:
-    """The job's total over all its attempts: tokens and wall time; once either is spent every attempt stops.
-
-    `stop` is what the attempts watch: set by the job's own cancel flag (`/agent stop`, shutdown) or by the
-    budget; `spent` says which budget, '' when none was."""
-
-    def __init__(
-        self, *, tokens: int, seconds: float, cancel: threading.Event, clock: Callable[[], float] = time.monotonic
-    ) -> None:
-        self.tokens, self.seconds, self.cancel, self.clock = tokens, seconds, cancel, clock
-        self.stop = CancelSignal()
-        self.spent = ""
-        self._used: dict[int, int] = {}
-        self._lock = threading.Lock()
-
-    def used(self) -> int:
-        """Tokens spent so far over all attempts."""
-        with self._lock:
-            return sum(self._used.values())
-
-    def count(self, attempt: int, tokens: int) -> None:
-        """Record attempt `attempt`'s tokens so far; stop every attempt once the total reaches the budget."""
-        with self._lock:
-            self._used[attempt] = tokens
-            total = sum(self._used.values())
-        if 0 < self.tokens <= total:
-            self._spend(f"the job's token budget over all attempts ({self.tokens:,}, MINIFIX_MAX_TOKENS) was spent")
-
-    def _spend(self, why: str) -> None:
-        with self._lock:
-            self.spent = self.spent or why
-        self.stop.cancel(why)
-
-    @contextmanager
-    def watching(self) -> Iterator[None]:
-        """While inside: the job's cancel flag and its wall-time budget reach `stop`."""
-        done = threading.Event()
-        started = self.clock()
-
-        def watch() -> None:
-            while not done.wait(POLL_SECONDS):
-                if self.cancel.is_set():
-                    self.stop.cancel(cancel_reason(self.cancel) or "the job was stopped")
-                    return
-                if 0 < self.seconds <= self.clock() - started:
-                    self._spend(f"the job's wall time over all attempts ({self.seconds:g} s) ran out")
-                    return
-
-        if self.cancel.is_set():
-            self.stop.cancel(cancel_reason(self.cancel) or "the job was stopped")
-        watcher = threading.Thread(target=watch, name="job-budget", daemon=True)
-        watcher.start()
-        try:
-            yield
-        finally:
-            done.set()
-            watcher.join()
 
 
 @dataclass
@@ -247,12 +159,14 @@ class Attempts:
             attempt.failure = RunFailed(Outcome.AGENT_CRASHED, f"{type(exc).__name__}: {exc}")
         finally:
             self._give(index)
+        candidate = attempt.candidate
         if attempt.failure is not None:
-            attempt.candidate.error = attempt.failure.detail or str(attempt.failure.outcome)
-        attempt.candidate.exit_status = attempt.candidate.exit_status or str(attempt.outcome or "")
+            error = attempt.failure.detail or str(attempt.failure.outcome)
+            candidate.error = "" if error == candidate.exit_status else error  # `LimitsExceeded` says it already
+        candidate.exit_status = candidate.exit_status or str(attempt.outcome or "")
         with self._lock:
             into[index] = attempt
-        self.plan.on_end(index, attempt.candidate.error or attempt.candidate.exit_status)
+        self.plan.on_end(index, candidate.error or candidate.exit_status)
 
     def _sandbox(self, index: int, checkout: Path) -> Sandbox:
         """This attempt's started sandbox with the checkout copied in: the early one, or one once a slot is free."""
@@ -332,20 +246,6 @@ def _counted(candidate: Candidate, result: AgentResult) -> None:
     candidate.seconds = result.elapsed_seconds
 
 
-def refuse(candidate: Candidate, config: RepoConfig, secrets: list[str]) -> None:
-    """Fill `candidate.refused`: protected paths, links the config does not allow, a secret the worker knows in
-    the diff (a key read through some other hole must not be pushed). Never raises."""
-    change = candidate.change
-    if change is None:
-        return
-    refused = gitops.protected(change.paths, config.protected_paths)
-    if not config.allow_links:
-        refused += change.links
-    if any(secret in change.diff for secret in secrets if secret):
-        refused.append("(a changed file holds one of the worker's secrets)")
-    candidate.refused = refused
-
-
 @contextmanager
 def started(plan: AttemptPlan) -> Iterator[Attempts]:
     """The job's attempts, containers starting now; whatever ends the block, those never used are removed."""
@@ -354,54 +254,3 @@ def started(plan: AttemptPlan) -> Iterator[Attempts]:
         yield attempts
     finally:
         attempts.discard()
-
-
-def _ending(attempt: Attempt) -> Outcome:
-    outcome = attempt.outcome
-    return outcome if outcome is not None else Outcome.PROTECTED_PATHS  # a change, but refused
-
-
-def none_acceptable(runs: list[Attempt], paths: list[str]) -> RunFailed:
-    """How a job ends when no attempt may be proposed: the one ending every attempt shares (a single attempt's
-    own, as before there were several; `paths` gets the refused paths), else `no_acceptable_attempt`."""
-    endings = {_ending(run) for run in runs}
-    if len(endings) > 1:
-        return RunFailed(Outcome.NO_ACCEPTABLE_ATTEMPT, f"none of the {len(runs)} attempts can be proposed")
-    [ending] = endings
-    if ending == Outcome.PROTECTED_PATHS:
-        paths[:] = list(dict.fromkeys(path for run in runs for path in run.candidate.refused))
-        return RunFailed(ending, ", ".join(paths))
-    details = [run.failure.detail for run in runs if run.failure is not None and run.failure.detail]
-    return RunFailed(ending, "; ".join(dict.fromkeys(details)))
-
-
-def record_verdicts(
-    runs: list[Attempt], choice: Choice, secrets: list[str], mirror: Callable[[str, str], None] | None
-) -> None:
-    """Write what the App found into each attempt's trajectory (`mini_fix.test`, `.reproduction`, `.chosen`)."""
-    for run in runs:
-        candidate = run.candidate
-        if run.trajectory is None or not run.trajectory.exists():
-            continue
-        verdicts: dict[str, Any] = {"chosen": candidate is choice.chosen}
-        if candidate.test is not None:
-            verdicts["test"] = candidate.test
-        if candidate.reproduction is not None:
-            verdicts["reproduction"] = {**asdict(candidate.reproduction), "valid": candidate.reproduction.valid}
-        if candidate.refused:
-            verdicts["refused"] = candidate.refused
-        text = annotate(run.trajectory, redact(verdicts, secrets))
-        if mirror is not None:
-            try:
-                mirror(candidate.run_id, text)
-            except Exception:  # the database is down: the local file has the verdicts
-                log.warning("trajectory verdicts not stored in the database", run_id=candidate.run_id, exc_info=True)
-
-
-def annotate(path: Path, values: dict[str, Any]) -> str:
-    """Set these keys of a saved trajectory's `mini_fix` block; the new text."""
-    data = json.loads(path.read_text(encoding="utf-8"))
-    data.setdefault("mini_fix", {}).update(values)
-    text = json.dumps(data, default=str)
-    write_atomic(path, text)
-    return text

@@ -28,6 +28,7 @@ from bot.pipeline.admit import (
     sandbox_config_for,
     setup_networked,
 )
+from bot.pipeline.capacity import JobBudget, SandboxSlots
 from bot.pipeline.ceilings import attempts_for, clamp
 from bot.pipeline.choose import attempts_table, choose, evidence
 from bot.pipeline.control import StopRuns, run_control
@@ -39,6 +40,7 @@ from bot.pipeline.report import report, run_link
 from bot.pipeline.state import RunState
 from bot.pipeline.status import StatusComment
 from bot.pipeline.task import build_task, clean
+from bot.pipeline.verdicts import none_acceptable, record_verdicts, refuse
 from bot.pipeline.verify import verify
 from bot.render import render
 from bot.repo_config.schema import RepoConfig
@@ -63,7 +65,7 @@ class PipelineDeps:
     stop_runs: StopRuns | None = None  # Ledger.cancel, for `/agent stop` jobs
     remember_label: RememberLabel | None = None  # Ledger.remember_label: the webhook path learns renamed labels
     save_trajectory: Callable[[str, str], None] | None = None  # (run id, JSON): where every API replica reads it
-    sandbox_slots: attempts.SandboxSlots | None = None  # the worker-wide bound on attempt sandboxes (None: none)
+    sandbox_slots: SandboxSlots | None = None  # the worker-wide bound on attempt sandboxes (None: none)
 
 
 def run_pipeline(job: Job, cancel: threading.Event, deps: PipelineDeps) -> JobOutcome:
@@ -199,7 +201,7 @@ def _task(state: RunState, issue: Issue, checkout: Path) -> str:
 def _plan(state: RunState, deps: PipelineDeps, sandbox_config: SandboxConfig) -> attempts.AttemptPlan:
     """What the job's attempts share: sandbox, agent, model, budgets, slots, trajectory places, progress."""
     settings = deps.settings
-    budget = attempts.JobBudget(
+    budget = JobBudget(
         tokens=settings.max_tokens, seconds=settings.max_wall_time, cancel=state.cancel, clock=deps.clock
     )
     return attempts.AttemptPlan(
@@ -222,7 +224,7 @@ def _plan(state: RunState, deps: PipelineDeps, sandbox_config: SandboxConfig) ->
             "model": state.model.model_name,
         },
         budget=budget,
-        slots=deps.sandbox_slots or attempts.SandboxSlots(0),
+        slots=deps.sandbox_slots or SandboxSlots(0),
         mirror=deps.save_trajectory,
         on_step=partial(_on_step, state.status),
         on_end=state.status.ended if state.count > 1 else lambda _attempt, _how: None,
@@ -243,7 +245,7 @@ def judge(
     outcome (RunFailed) of a job none of whose attempts may be proposed."""
     candidates = [run.candidate for run in runs]
     for candidate in candidates:
-        attempts.refuse(candidate, state.config, secrets)
+        refuse(candidate, state.config, secrets)
     state.candidates = candidates
     verify(
         candidates,
@@ -257,7 +259,7 @@ def judge(
     )
     _check_cancel(state.cancel)
     choice = choose(candidates)
-    attempts.record_verdicts(runs, choice, secrets, deps.save_trajectory)
+    record_verdicts(runs, choice, secrets, deps.save_trajectory)
     if state.count > 1:
         links = {c.index: run_link(deps.settings, c.run_id) for c in candidates}
         state.table = attempts_table(choice, candidates, links)
@@ -266,7 +268,7 @@ def judge(
     state.run["exit_status"] = ", ".join(dict.fromkeys(statuses))
     if chosen is None:
         state.result = runs[0].result if state.count == 1 else None
-        raise attempts.none_acceptable(runs, state.paths)
+        raise none_acceptable(runs, state.paths)
     state.result, state.test = chosen.result, chosen.candidate.test
     state.run["exit_status"] = chosen.candidate.exit_status
     state.link_run_id = chosen.candidate.run_id

@@ -18,7 +18,7 @@ from bot.github.gateway import GitHubGateway
 from bot.jobs import Job, JobOutcome
 from bot.ledger import open_ledger
 from bot.pipeline.admit import RememberLabel
-from bot.pipeline.attempts import SandboxSlots
+from bot.pipeline.capacity import SandboxSlots
 from bot.pipeline.control import StopRuns
 from bot.pipeline.run import PipelineDeps, run_pipeline
 from bot.settings import Settings

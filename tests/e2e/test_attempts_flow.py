@@ -67,8 +67,12 @@ def test_three_attempts_the_tested_small_fix_is_published(github: FakeGitHub, tm
         app = AppProcess(env, tmp_path / "app.log").start()
         try:
             deliver(f"{app.url}/webhook", "issues", labeled(REPO, issue, sender="alice"), SECRET)
-            row = wait_for(lambda: [j for j in jobs(data, env) if j["status"] not in ("queued", "running")],
-                           300, "the job to end", app.log)[0]
+            row = wait_for(
+                lambda: [j for j in jobs(data, env) if j["status"] not in ("queued", "running")],
+                300,
+                "the job to end",
+                app.log,
+            )[0]
         finally:
             app.stop()
     assert row["status"] == "succeeded", row
@@ -97,8 +101,12 @@ def test_stop_during_the_attempts_removes_every_container(github: FakeGitHub, tm
             stop = pr_comment(REPO, issue, "/agent stop", sender="alice")
             del stop["issue"]["pull_request"]
             assert deliver(f"{app.url}/webhook", "issue_comment", stop, SECRET).status_code == 202
-            wait_for(lambda: [j for j in jobs(data, env) if j["id"] == job_id][0]["status"] == "cancelled",
-                     60, "the job to stop", app.log)
+            wait_for(
+                lambda: next(j for j in jobs(data, env) if j["id"] == job_id)["status"] == "cancelled",
+                60,
+                "the job to stop",
+                app.log,
+            )
             wait_for(lambda: job_containers(job_id) == [], 30, "its containers to go", app.log)
         finally:
             app.stop()
