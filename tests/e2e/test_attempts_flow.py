@@ -80,7 +80,9 @@ def test_three_attempts_the_tested_small_fix_is_published(github: FakeGitHub, tm
     calc = github.show(REPO, f"mini-fix/issue-{issue}", "calc.py")
     assert "return a + b" in calc and "helper_1" not in calc
     rows = table_rows(pr["body"])
-    assert set(rows) == {1, 2, 3} and "not chosen" not in rows[3].lower() and "chosen" in rows[3].lower()
+    assert set(rows) == {1, 2, 3} and [k for k in rows if "**yes**" in rows[k]] == [3]
+    assert ":x: failed" in rows[1] and "passes before the fix too (no credit)" in rows[2]
+    assert "fails before the fix, passes after" in rows[3]
     assert "Reproduction test" in pr["body"] and "tests/test_add.py" in pr["body"]
     temperatures = sorted({r.get("temperature") for r in model.requests})
     assert temperatures == [0.0, 0.7, 1.0]
@@ -108,7 +110,13 @@ def test_stop_during_the_attempts_removes_every_container(github: FakeGitHub, tm
                 app.log,
             )
             wait_for(lambda: job_containers(job_id) == [], 30, "its containers to go", app.log)
+            said = wait_for(
+                lambda: [c for c in github.comments_on(REPO, issue) if "stopped" in c["body"]],
+                30,
+                "the status",
+                app.log,
+            )
         finally:
             app.stop()
     assert len(model.requests) == 3 and github.pulls == []
-    assert any("stopped" in c["body"] for c in github.comments_on(REPO, issue))
+    assert "alice" in said[0]["body"]  # the status comment says who stopped the attempts
