@@ -129,7 +129,7 @@ def _run(
     state = RunState(job, gh, number, run, status, agent, model_config, cancel, config=config, count=count)
     state.status.start()
     try:
-        _attempt(state, deps)
+        _work(state, deps)
         key, detail = (Outcome.PR_OPENED if state.published and state.published.created else Outcome.PR_UPDATED), ""
     except RunFailed as exc:
         key, detail = exc.outcome, exc.detail
@@ -142,7 +142,7 @@ def _run(
     return report(state, key, detail, deps.settings)
 
 
-def _attempt(state: RunState, deps: PipelineDeps) -> None:
+def _work(state: RunState, deps: PipelineDeps) -> None:
     """Clone, run the job's attempts in parallel, judge them with the App's own tests, publish the chosen one."""
     gh, run_id, cancel = state.gh, state.run["run_id"], state.cancel
     issue = gh.get_issue(state.number)

@@ -13,9 +13,8 @@ from typing import Any
 import structlog
 
 from bot.jobs import Outcome
-from bot.pipeline import gitops
 from bot.pipeline.attempts import Attempt
-from bot.pipeline.candidates import Candidate, Choice
+from bot.pipeline.candidates import Candidate, Choice, refusals
 from bot.pipeline.execute import RunFailed
 from bot.repo_config.schema import RepoConfig
 from bot.trajectory import redact, write_atomic
@@ -24,17 +23,9 @@ log = structlog.get_logger(__name__)
 
 
 def refuse(candidate: Candidate, config: RepoConfig, secrets: list[str]) -> None:
-    """Fill `candidate.refused`: protected paths, links the config does not allow, a secret the worker knows in
-    the diff (a key read through some other hole must not be pushed). Never raises."""
-    change = candidate.change
-    if change is None:
-        return
-    refused = gitops.protected(change.paths, config.protected_paths)
-    if not config.allow_links:
-        refused += change.links
-    if any(secret in change.diff for secret in secrets if secret):
-        refused.append("(a changed file holds one of the worker's secrets)")
-    candidate.refused = refused
+    """Fill `candidate.refused` (protected paths, links, a worker's secret in the diff); never raises."""
+    if candidate.change is not None:
+        candidate.refused = refusals(candidate.change, config, secrets)
 
 
 def _ending(attempt: Attempt) -> Outcome:

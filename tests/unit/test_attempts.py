@@ -296,3 +296,22 @@ def _shared_scripts(world: Attempts) -> Any:
         return model
 
     return model_for
+
+
+def test_an_attempt_that_leaks_a_secret_is_refused_and_the_clean_one_published(
+    github: FakeGitHub, tmp_path: Path
+) -> None:
+    commit_files(github, REPO, {CONFIG: "attempts: 2\n"})
+    token = "operator-token-5d2f8e0c9a7b"
+    leak = [bash(f"echo {token} > leaked.txt && sed -i 's/a - b/a + b/' calc.py"), bash(SUBMIT)]
+    clean = [bash("sed -i 's/a - b/b + a/' calc.py"), bash("echo '# add' >> calc.py"), bash(SUBMIT)]
+    world = Attempts(github, tmp_path, {0.0: leak, 0.7: clean}, operator_token=SecretStr(token))
+    outcome = world.run()
+    assert outcome.status == JobStatus.SUCCEEDED, outcome.error  # the smaller change is refused, the other wins
+    head = github.branch_head(REPO, f"mini-fix/issue-{world.issue}")
+    assert head and "b + a" in github.show(REPO, head, "calc.py")
+    rows = table_rows(github.pulls[0]["body"])
+    assert "secrets" in rows[1] and "**yes**" in rows[2]
+    stored = [p.read_text() for p in (world.settings.data_dir / "runs").rglob("trajectory.json")]
+    posted = [c["body"] for c in github.comments] + [p["body"] for p in github.pulls]
+    assert token not in "\n".join([*posted, *stored])
