@@ -22,6 +22,7 @@ from bot.pipeline.attempts import Attempt, AttemptPlan, started
 from bot.pipeline.candidates import Choice
 from bot.pipeline.capacity import JobBudget
 from bot.pipeline.choose import attempts_table, choose
+from bot.pipeline.execute import SANDBOX_FAILURES
 from bot.pipeline.exits import SUBMITTED, exit_for
 from bot.pipeline.run import resolve_model_config
 from bot.pipeline.verdicts import record_verdicts, refuse
@@ -29,7 +30,9 @@ from bot.pipeline.verify import verify
 from bot.repo_config.load import ConfigError, load_repo_config
 from bot.repo_config.schema import RepoConfig
 from bot.settings import Settings
-from sandbox.base import Sandbox, SandboxConfig, SandboxError
+from sandbox.base import Sandbox, SandboxConfig
+
+SANDBOX_OUTCOMES = {outcome for _, outcome in SANDBOX_FAILURES}
 
 
 @dataclass
@@ -123,12 +126,8 @@ def run_local(request: LocalRunRequest, settings: Settings) -> int:
     print(f"run {run_id}: model {model.model_name} at {model.api_base or 'default endpoint'}; output {output}")
     if count > 1:
         print(f"{count} attempts in parallel; each one's files go in {output}/{run_id}-<k>/")
-    try:
-        runs, choice = _run_attempts(request, settings, config, model, repo, run_id, output, count)
-    except SandboxError as exc:
-        print(f"mini-fix: sandbox failed: {exc}", file=sys.stderr)
-        return 3
-    return _write(runs, choice, output, count)
+    runs, choice = _run_attempts(request, settings, config, model, repo, run_id, output, count)
+    return _write(runs, choice, output, count)  # a sandbox that fails ends its attempt: exit 3 when none ran
 
 
 def _run_attempts(
@@ -224,11 +223,16 @@ def _summarise(run: Attempt, diff: str, output: Path, *, chosen: bool, count: in
     if count > 1:
         print(f"mini-fix: none of the {count} attempts left a change to propose (see {output / 'attempts.md'})")
         return 1
-    if result is None or result.exit_status == SUBMITTED:
-        why = run.failure.detail or str(run.failure.outcome) if run.failure else "the agent submitted no change"
+    if result is not None and result.exit_status == SUBMITTED:  # submitted, as the contract says: exit 0
         refused = f": it touches {', '.join(run.candidate.refused)}" if run.candidate.refused else ""
-        print(f"mini-fix: no change to propose ({why}){refused}", file=sys.stderr)
-        return 1
+        print(f"mini-fix: submitted, but there is no change to propose{refused}", file=sys.stderr)
+        return 0
+    if result is None:
+        failure = run.failure
+        detail = (failure.detail or str(failure.outcome)) if failure else "the agent did not run"
+        sandbox = failure is not None and failure.outcome in SANDBOX_OUTCOMES
+        print(f"mini-fix: {'sandbox failed' if sandbox else 'the agent did not run'}: {detail}", file=sys.stderr)
+        return 3 if sandbox else 1
     detail = str(result.messages[-1].get("content", "")) if result.messages else ""
     hint = exit_for(result.exit_status).hint
     print(f"mini-fix: not submitted ({result.exit_status}): {hint}", file=sys.stderr)
