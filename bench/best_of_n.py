@@ -7,7 +7,9 @@ rates and their ratio, the oracle (any attempt resolved), the reproduction-test 
 
     .venv/bin/python bench/best_of_n.py --scripted            # the mechanics: scripted attempts that differ
     .venv/bin/python bench/best_of_n.py --attempts 3 [--tasks calc,shout,pages,mean] [--step-limit 10]
-        [--max-tokens 256] [--wall-time 400] [--call-timeout 300] [--seed 1]   # the real model (llama.cpp)
+        [--max-tokens 256] [--wall-time 900] [--call-timeout 300] [--seed 1] [--budget-minutes 60]
+        [--keep DIR]                                          # the real model (llama.cpp)
+    .venv/bin/python bench/best_of_n.py --summarize --keep DIR   # the table again, from a kept (or cut) run
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from bench.real_model import api_base  # noqa: E402
+from bot.eval.store import ResultStore  # noqa: E402
 from tests.support.buggy_repos import REPOS  # noqa: E402
 from tests.support.buggy_tasks import scripted_reply, write_tasks  # noqa: E402
 from tests.support.model_server import ScriptedModelServer  # noqa: E402
@@ -56,20 +59,20 @@ def run_eval(tasks: Path, out: Path, attempts: int, model: str, base: str, confi
     return time.monotonic() - began
 
 
-def arm_summary(report: dict[str, Any], wall: float) -> dict[str, Any]:
-    """What one arm measured."""
-    tasks = report["tasks"]
-    attempts = [a for t in tasks for a in t.get("attempts", [])]
+def arm_summary(out: Path, names: list[str]) -> dict[str, Any]:
+    """What one arm measured over the named tasks, from its eval results (wall = the tasks' own seconds)."""
+    records = [r for r in ResultStore(out).finished().values() if r["instance_id"] in names]
+    attempts = [a for r in records for a in r.get("attempts", [])]
     chosen = [a for a in attempts if a["chosen"]]
     return {
-        "tasks": report["total"],
-        "resolved": report["resolved"],
-        "any_resolved": report.get("any_resolved", 0),
+        "tasks": len(records),
+        "resolved": sum(1 for r in records if r.get("resolved")),
+        "any_resolved": sum(1 for r in records if r.get("any_resolved")),
         "attempts": len(attempts),
         "submitted": sum(1 for a in attempts if a["exit_status"] == "Submitted"),
         "valid_reproductions": sum(1 for a in attempts if (a["reproduction"] or {}).get("valid")),
         "chosen_with_reproduction": sum(1 for a in chosen if (a["reproduction"] or {}).get("valid")),
-        "wall_seconds": wall,
+        "wall_seconds": sum(r.get("seconds", 0.0) for r in records),
         "model_seconds": sum(a.get("model_seconds", 0.0) for a in attempts),
         "steps": sum(a.get("steps", 0) for a in attempts),
         "tokens": sum(a.get("tokens", 0) for a in attempts),
@@ -117,38 +120,52 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--wall-time", type=int, default=600, help="seconds one attempt may run")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--keep", help="keep the eval outputs (reports, trajectories) in this directory")
+    parser.add_argument("--budget-minutes", type=float, help="start no task that would end after this many minutes")
+    parser.add_argument("--summarize", action="store_true", help="only print the table of a --keep directory")
     return parser.parse_args()
 
 
+def finished_in_both(work: Path, arms: list[int]) -> list[str]:
+    """Tasks every arm finished, in the order the first arm did them."""
+    done = [list(ResultStore(work / f"eval-{n}").finished()) for n in arms]
+    return [name for name in done[0] if all(name in other for other in done[1:])]
+
+
+def run_arms(args: argparse.Namespace, work: Path, names: list[str], model: str, base: str) -> list[str]:
+    """Both arms task by task; stops before a task that would overrun `--budget-minutes`. The tasks run."""
+    config = work / "overlay.yaml"
+    config.write_text(yaml.safe_dump(overlay(args)))
+    every = write_tasks(names, work / "tasks").read_text().splitlines()
+    began, ran = time.monotonic(), []
+    for name in names:
+        elapsed = time.monotonic() - began
+        if args.budget_minutes and ran and elapsed * (len(ran) + 1) / len(ran) > args.budget_minutes * 60:
+            print(f"stopping before {name}: the next task would overrun --budget-minutes", flush=True)
+            break
+        one = work / "tasks" / f"{name}.jsonl"
+        one.write_text(next(line for line in every if json.loads(line)["instance_id"] == name) + "\n")
+        walls = [run_eval(one, work / f"eval-{n}", n, model, base, config, work / "data") for n in (1, args.attempts)]
+        print(f"{name}: done in {walls[0]:.0f} s (1 attempt) and {walls[1]:.0f} s ({args.attempts})", flush=True)
+        ran.append(name)
+    return ran
+
+
 def main() -> None:
-    """Both arms, task by task, then the table."""
+    """Both arms, task by task, then the table (`--summarize`: only the table, from a `--keep` directory)."""
     args = parse_args()
-    names = args.tasks.split(",")
     with ExitStack() as stack:
         work = Path(args.keep) if args.keep else Path(stack.enter_context(tempfile.TemporaryDirectory()))
         work.mkdir(parents=True, exist_ok=True)
         if args.scripted:
             server = stack.enter_context(ScriptedModelServer([scripted_reply] * 20, by_turn=True, with_body=True))
             model, base = "hosted_vllm/scripted", server.api_base
-        else:
+        elif not args.summarize:
             model, base = f"hosted_vllm/{args.alias}", api_base(args.api_base)
-        config = work / "overlay.yaml"
-        config.write_text(yaml.safe_dump(overlay(args)))
-        every = write_tasks(names, work / "tasks")
-        walls = {1: 0.0, args.attempts: 0.0}
-        for name in names:
-            one = work / "tasks" / f"{name}.jsonl"
-            lines = every.read_text().splitlines()
-            one.write_text(next(line for line in lines if json.loads(line)["instance_id"] == name) + "\n")
-            for n in walls:
-                walls[n] += run_eval(one, work / f"eval-{n}", n, model, base, config, work / "data")
-            print(f"{name}: done ({', '.join(f'{n}: {w:.0f}s' for n, w in walls.items())} so far)", flush=True)
-        arms = {}
-        for n, wall in walls.items():
-            # The report over every task (a task that ended on a model outage is run again here).
-            wall += run_eval(every, work / f"eval-{n}", n, model, base, config, work / "data")
-            arms[n] = arm_summary(json.loads((work / f"eval-{n}" / "report.json").read_text()), wall)
-    kind = "scripted attempts" if args.scripted else f"model {args.alias} at {base}"
+        if not args.summarize:
+            run_arms(args, work, args.tasks.split(","), model, base)
+        names = finished_in_both(work, [1, args.attempts])
+        arms = {n: arm_summary(work / f"eval-{n}", names) for n in (1, args.attempts)}
+    kind = "scripted attempts" if args.scripted else f"model {args.alias}"
     print(
         f"\n{kind}; tasks {', '.join(names)}; step limit {args.step_limit}, max_tokens {args.max_tokens}, "
         f"wall time {args.wall_time} s per attempt, seed {args.seed}\n"

@@ -29,6 +29,7 @@ def _run_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--attempts",
         type=_positive,
+        metavar="N",
         help="attempts per task, in parallel, each its own sandbox and temperature; the App's own tests choose "
         "one, which is graded (and every other submitted one, for `any_resolved`)",
     )

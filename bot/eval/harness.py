@@ -35,8 +35,17 @@ class Progress:
         eta = elapsed / self.fresh * (self.total - self.done) if self.fresh else 0.0
         return (
             f"[{self.done}/{self.total}] resolved {self.resolved} errors {self.errors} "
-            f"elapsed {_clock(elapsed)} ETA {_clock(eta)}  {record['instance_id']}: {verdict(record)}"
+            f"elapsed {_clock(elapsed)} ETA {_clock(eta)}  {record['instance_id']}: {verdict(record)}{_choice(record)}"
         )
+
+
+def _choice(record: dict[str, Any]) -> str:
+    """With several attempts: which one was chosen, and whether any would have resolved the task."""
+    if "attempts" not in record:
+        return ""
+    chosen = f"attempt {record['chosen']}" if record.get("chosen") else "no attempt"
+    oracle = "yes" if record.get("any_resolved") else "no"
+    return f" ({chosen} of {len(record['attempts'])} chosen; any attempt resolved: {oracle})"
 
 
 def verdict(record: dict[str, Any]) -> str:

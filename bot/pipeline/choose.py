@@ -14,6 +14,7 @@ from bot.pipeline.exits import SUBMITTED
 from bot.render import render
 
 TEMPLATE = "attempts_table.md"
+DETAIL_CHARS = 300  # of a reproduction's detail in a table cell (a git error can be long)
 
 
 def reproductions_passed(c: Candidate) -> int:
@@ -106,13 +107,21 @@ def _row(c: Candidate, choice: Choice, total: int, link: str | None) -> dict[str
         "acceptable": c.acceptable,
         "test": c.test,
         "reproduction": _repro_cell(c),
-        "repro_detail": rep.detail if rep is not None else "",
+        "repro_detail": rep.detail[:DETAIL_CHARS] if rep is not None else "",
         "passed": reproductions_passed(c) if c.acceptable and total else None,
         "lines": c.lines_changed if c.submitted else None,
         "chosen": choice.chosen is c,
-        "reason": choice.reasons.get(c.index, ""),
+        "reason": _without_verdict(choice.reasons.get(c.index, "")),
         "link": link,
     }
+
+
+def _without_verdict(reason: str) -> str:
+    """The reason without its leading "chosen: " / "not chosen: " (the table's cell says which)."""
+    for prefix in ("not chosen: ", "chosen: "):
+        if reason.startswith(prefix):
+            return reason[len(prefix) :]
+    return reason
 
 
 def _repro_cell(c: Candidate) -> str:

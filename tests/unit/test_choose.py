@@ -1,0 +1,122 @@
+"""Selection among attempts: the ranking, the reasons a reviewer reads, the table and the evidence block."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from bot.pipeline.candidates import Candidate, Reproduction
+from bot.pipeline.change import Change
+from bot.pipeline.choose import attempts_table, choose, evidence, reproductions_passed
+
+
+def _diff(lines: int, path: str = "pkg/mod.py") -> Change:
+    body = "".join(f"+line {n}\n" for n in range(lines))
+    diff = f"diff --git a/{path} b/{path}\n--- a/{path}\n+++ b/{path}\n@@ -1,0 +1,{lines} @@\n{body}"
+    return Change(diff=diff, paths=[path], links=[])
+
+
+def _valid(files: list[str] | None = None) -> Reproduction:
+    return Reproduction(
+        files=files or ["tests/test_issue.py"],
+        fails_before=True,
+        passes_after=True,
+        command="python3 -m unittest tests/test_issue.py",
+        before="AssertionError: -1 != 5\nFAILED (failures=1)",
+        after="Ran 1 test\nOK",
+    )
+
+
+def _passes_before() -> Reproduction:
+    return Reproduction(files=["tests/test_claim.py"], fails_before=False, detail="passes on the base commit too")
+
+
+def _cand(index: int, lines: int = 5, *, test: bool | None = True, **fields: Any) -> Candidate:
+    result = None if test is None else {"command": "make test", "returncode": 0 if test else 2, "passed": test}
+    return Candidate(
+        index=index, run_id=f"run{index}", exit_status="Submitted", change=_diff(lines), test=result, **fields
+    )
+
+
+def test_tests_passing_beat_reproductions_which_beat_size_which_beats_order() -> None:
+    broken = _cand(1, 2, test=False, reproduction=_valid())
+    big = _cand(2, 40, cross={1: True, 3: True})
+    small = _cand(3, 8, reproduction=_valid(), cross={1: True})
+    tie = _cand(4, 8, reproduction=_valid(), cross={1: True})
+    choice = choose([broken, big, small, tie])
+    assert [c.index for c in choice.ranking] == [3, 4, 2, 1]
+    assert choice.chosen is small
+    assert choice.reasons[3].startswith("chosen: the repository's tests pass, it passes 2 of 3 valid")
+    assert "the earlier attempt wins the tie" in choice.reasons[4]
+    assert "larger change (40 lines against 8)" in choice.reasons[2]
+    assert "tests fail on it (exit 2)" in choice.reasons[1]
+
+
+def test_more_reproductions_passed_win_over_a_smaller_change() -> None:
+    narrow = _cand(1, 3, reproduction=_valid())
+    broad = _cand(2, 30, reproduction=_valid(), cross={1: True})
+    choice = choose([narrow, broad])
+    assert choice.chosen is broad
+    assert "it passes 1 of 2 valid reproduction tests, attempt 2 passes 2" in choice.reasons[1]
+
+
+def test_a_reproduction_that_passes_before_the_fix_earns_no_credit() -> None:
+    honest = _cand(1, 20, reproduction=_valid())
+    claimed = _cand(2, 4, reproduction=_passes_before())
+    assert reproductions_passed(claimed) == 0
+    choice = choose([honest, claimed])
+    assert choice.chosen is honest
+    assert "it passes 0 of 1 valid reproduction tests, attempt 1 passes 1" in choice.reasons[2]
+
+
+def test_without_a_test_command_the_ranking_skips_it() -> None:
+    choice = choose([_cand(1, 9, test=None), _cand(2, 3, test=None)])
+    assert choice.chosen is not None and choice.chosen.index == 2
+    assert "tests" not in choice.reasons[2]
+
+
+def test_unsubmitted_empty_and_refused_attempts_are_never_ranked() -> None:
+    limits = Candidate(index=1, run_id="a", exit_status="LimitsExceeded")
+    crashed = Candidate(index=2, run_id="b", exit_status="error", error="sandbox_failed: engine gone")
+    empty = Candidate(index=3, run_id="c", exit_status="Submitted", change=Change("", [], []))
+    refused = _cand(4, 1, refused=[".github/workflows/ci.yml"])
+    choice = choose([limits, crashed, empty, refused])
+    assert choice.chosen is None and choice.ranking == []
+    assert choice.reasons == {
+        1: "not chosen: it did not submit a change (LimitsExceeded)",
+        2: "not chosen: it did not submit a change (error: sandbox_failed: engine gone)",
+        3: "not chosen: it submitted without changing any file",
+        4: "not chosen: its change touches what mini-fix may not push: .github/workflows/ci.yml",
+    }
+
+
+def test_the_table_has_a_row_per_attempt_with_its_verdicts_and_link() -> None:
+    good = _cand(1, 6, reproduction=_valid(), temperature=0.0)
+    claimed = _cand(2, 3, reproduction=_passes_before(), temperature=0.7, cross={1: False})
+    refused = _cand(3, 2, refused=["secret|dir/x"], temperature=1.0)
+    cands = [good, claimed, refused]
+    table = attempts_table(choose(cands), cands, {1: "https://bot.example/runs/run1", 2: None})
+    rows = [line for line in table.splitlines() if line.startswith("| ") and line[2].isdigit()]
+    assert len(rows) == 3
+    assert rows[0].startswith("| 1 | 0.0 | submitted | :white_check_mark: passed | :white_check_mark: fails before")
+    assert "| 1 of 1 |" in rows[0] and "**yes**" in rows[0] and "| 0 of 1 |" in rows[1]
+    assert "[trajectory](https://bot.example/runs/run1)" in rows[0]
+    assert "passes before the fix too (no credit)" in rows[1] and rows[1].endswith("| — |")
+    assert "| no: it passes 0 of 1 valid reproduction tests, attempt 1 passes 1 |" in rows[1]
+    assert "| no: its change touches what mini-fix may not push: secret&#124;dir/x |" in rows[2]
+    assert "refused (secret&#124;dir/x)" in rows[2] and rows[2].count(" | ") == 8
+
+
+def test_evidence_shows_both_runs_of_a_valid_reproduction_only() -> None:
+    shown = evidence(_cand(1, reproduction=_valid()))
+    assert "`tests/test_issue.py`" in shown and "`python3 -m unittest tests/test_issue.py`" in shown
+    assert shown.index("AssertionError: -1 != 5") < shown.index("Ran 1 test\nOK")
+    assert evidence(_cand(2, reproduction=_passes_before())) == ""
+    assert evidence(_cand(3)) == ""
+
+
+def test_model_text_in_the_evidence_cannot_mention_or_close() -> None:
+    rep = _valid()
+    rep.before = "@admin Fixes #12\n```\nescape"
+    shown = evidence(_cand(1, reproduction=rep))
+    assert "@admin" not in shown and "Fixes #12" not in shown
+    assert "````" in shown  # a fence longer than the output's own

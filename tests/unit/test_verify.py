@@ -1,0 +1,147 @@
+"""verify() with the host-side fake sandbox: which runs happen where, and what each candidate's fields say."""
+
+from __future__ import annotations
+
+import subprocess
+import threading
+from pathlib import Path
+
+import pytest
+
+from bot.pipeline.candidates import Candidate
+from bot.pipeline.change import Change
+from bot.pipeline.verify import STOPPED, verify
+from bot.repo_config.schema import RepoConfig
+from sandbox.base import SandboxConfig, SandboxError
+from tests.support.candidates import CLAIM, FIX, REPO_TEST, REPRO, calc_base, candidate
+from tests.support.fake_sandbox import FakeSandbox
+
+
+class Factory:
+    """Fresh fake sandboxes, remembered by run id with the tree each was given."""
+
+    def __init__(self) -> None:
+        self.started: dict[str, FakeSandbox] = {}
+        self.trees: dict[str, dict[str, str]] = {}
+        self.configs: list[SandboxConfig] = []
+
+    def __call__(self, config: SandboxConfig, run_id: str) -> FakeSandbox:
+        sandbox = FakeSandbox()
+        original = sandbox.copy_in
+
+        def copy_in(src: Path, dest: str | None = None) -> None:
+            files = [p for p in src.rglob("*") if p.is_file() and ".git" not in p.parts]
+            self.trees[run_id] = {str(p.relative_to(src)): p.read_text() for p in files}
+            original(src, dest)
+
+        sandbox.copy_in = copy_in  # type: ignore[method-assign]
+        self.started[run_id], self.configs = sandbox, [*self.configs, config]
+        return sandbox
+
+
+def _verify(cands: list[Candidate], base: Path, factory: Factory, repo: RepoConfig, **kw: object) -> None:
+    cancel = kw.pop("cancel", threading.Event())
+    verify(
+        cands,
+        checkout=base,
+        factory=factory,
+        sandbox_config=SandboxConfig(network=True, setup_hosts=["pypi.org"]),
+        repo=repo,
+        run_id="job",
+        workdir=base.parent,
+        cancel=cancel,  # type: ignore[arg-type]
+    )
+
+
+@pytest.fixture
+def base(tmp_path: Path) -> Path:
+    return calc_base(tmp_path)
+
+
+def test_valid_claimed_and_broken_reproductions_and_cross_validation(base: Path) -> None:
+    good = candidate(base, 1, FIX, REPRO)
+    claimed = candidate(base, 2, FIX, CLAIM)
+    unfixed = candidate(base, 3, REPRO)
+    factory = Factory()
+    _verify([good, claimed, unfixed], base, factory, RepoConfig(test=REPO_TEST))
+
+    assert good.reproduction is not None and good.reproduction.valid and good.reproduction.detail == ""
+    assert good.reproduction.command == "python3 -m unittest tests/test_add.py"
+    assert "AssertionError: -1 != 5" in good.reproduction.before and "OK" in good.reproduction.after
+    assert claimed.reproduction is not None and claimed.reproduction.fails_before is False
+    assert not claimed.reproduction.valid and "passes on the base commit too" in claimed.reproduction.detail
+    assert unfixed.reproduction is not None and unfixed.reproduction.fails_before is True
+    assert unfixed.reproduction.passes_after is False and "fails with its own change" in unfixed.reproduction.detail
+    assert (good.cross, claimed.cross, unfixed.cross) == ({}, {1: True}, {1: False})
+    assert [c.test["passed"] for c in (good, claimed, unfixed) if c.test] == [True, True, False]
+
+    # The base-commit sandbox held only the test file, the fix nowhere; every sandbox was a fresh one, offline.
+    before = factory.trees["job-verify-1-before"]
+    assert before["tests/test_add.py"] == REPRO[1] and "return a - b" in before["calc/ops.py"]
+    assert "return a + b" in factory.trees["job-verify-1-after"]["calc/ops.py"]
+    assert sorted(factory.started) == sorted(
+        [f"job-verify-{i}-{w}" for i in (1, 2, 3) for w in ("before", "after")]
+        + ["job-verify-2-cross-0", "job-verify-3-cross-0"]
+    )
+    assert all(s.closed for s in factory.started.values())
+    assert all(c.network is False and c.setup_hosts == [] for c in factory.configs)
+    status = subprocess.run(["git", "-C", str(base), "status", "--porcelain"], capture_output=True, text=True)
+    assert status.stdout == ""  # the worker's checkout is only read
+
+
+def test_a_deleted_test_is_no_reproduction_and_no_test_command_means_no_check(base: Path) -> None:
+    deleting = candidate(base, 1, FIX, ("tests/test_ops.py", None))
+    no_command = candidate(base, 2, FIX, REPRO)
+    factory = Factory()
+    _verify([deleting], base, factory, RepoConfig(test=REPO_TEST))
+    _verify([no_command], base, factory, RepoConfig(test="make check"))
+    assert deleting.reproduction is not None and deleting.reproduction.files == []
+    assert "no test file" in deleting.reproduction.detail and deleting.test is not None
+    assert no_command.reproduction is not None and no_command.reproduction.files == ["tests/test_add.py"]
+    assert no_command.reproduction.fails_before is None and "set `reproduce`" in no_command.reproduction.detail
+    assert no_command.test is not None and no_command.test["command"] == "make check"
+
+
+def test_a_change_that_does_not_apply_is_reported_not_raised(base: Path) -> None:
+    bogus = Candidate(
+        index=1,
+        run_id="r",
+        exit_status="Submitted",
+        change=Change(
+            "diff --git a/calc/ops.py b/calc/ops.py\n--- a/calc/ops.py\n+++ b/calc/ops.py\n@@ -1 +1 @@\n-nope\n+x\n",
+            ["calc/ops.py"],
+            [],
+        ),
+    )
+    skipped = Candidate(index=2, run_id="s", exit_status="LimitsExceeded")
+    factory = Factory()
+    _verify([bogus, skipped], base, factory, RepoConfig(test=REPO_TEST))
+    assert bogus.reproduction is not None and "could not be applied to the base commit" in bogus.reproduction.detail
+    assert bogus.test is not None and bogus.test["passed"] is False and bogus.test["returncode"] == -1
+    assert skipped.reproduction is None and skipped.test is None and factory.started == {}
+
+
+def test_a_sandbox_that_fails_is_a_detail_and_a_cancelled_verification_starts_nothing(base: Path) -> None:
+    def broken(config: SandboxConfig, run_id: str) -> FakeSandbox:
+        raise SandboxError("engine unavailable")
+
+    failing = candidate(base, 1, FIX, REPRO)
+    verify(
+        [failing],
+        checkout=base,
+        factory=broken,
+        sandbox_config=SandboxConfig(),
+        repo=RepoConfig(test=REPO_TEST),
+        run_id="job",
+        workdir=base.parent,
+        cancel=threading.Event(),
+    )
+    assert failing.reproduction is not None and failing.reproduction.fails_before is None
+    assert "engine unavailable" in failing.reproduction.detail and failing.test is not None
+    assert failing.test["returncode"] == -1
+
+    stopped = candidate(base, 2, FIX, REPRO)
+    cancel, factory = threading.Event(), Factory()
+    cancel.set()
+    _verify([stopped], base, factory, RepoConfig(test=REPO_TEST), cancel=cancel)
+    assert stopped.reproduction is not None and stopped.reproduction.detail == STOPPED and factory.started == {}
