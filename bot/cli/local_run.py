@@ -46,7 +46,7 @@ class LocalRunRequest:
     api_base: str | None = None
     image: str | None = None
     output: Path | None = None
-    attempts: int = 1
+    attempts: int | None = None  # None: MINIFIX_ATTEMPTS
 
 
 def agent_config(request: LocalRunRequest, settings: Settings) -> MiniFixAgentConfig:
@@ -122,7 +122,7 @@ def run_local(request: LocalRunRequest, settings: Settings) -> int:
     output = request.output or Path("out") / run_id
     config = agent_config(request, settings)
     model = model_config(config, request, settings)
-    count = max(1, request.attempts)
+    count = max(1, request.attempts or settings.attempts)
     print(f"run {run_id}: model {model.model_name} at {model.api_base or 'default endpoint'}; output {output}")
     if count > 1:
         print(f"{count} attempts in parallel; each one's files go in {output}/{run_id}-<k>/")

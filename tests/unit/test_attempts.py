@@ -75,6 +75,7 @@ class Attempts(World):
         self.scripts = scripts
         self.models: list[tuple[float, ScriptedModel]] = []
         self.slots: SandboxSlots | None = None
+        self.saved: dict[str, str] = {}  # the shared trajectory store: run id -> its last saved text
         self.open_now = self.most_open = 0
         self._lock = threading.Lock()
 
@@ -103,6 +104,7 @@ class Attempts(World):
             self.base_config(),
             workdir=self.workdir,
             sandbox_slots=self.slots,
+            save_trajectory=self.saved.__setitem__,
         )
 
     def base_config(self) -> Any:
@@ -179,6 +181,7 @@ def test_the_app_chooses_the_attempt_its_own_tests_favour(calc: FakeGitHub, tmp_
     for k in (1, 2, 3):  # every attempt's trajectory, saved under its own run id, with what the App found
         data = json.loads((world.settings.data_dir / "runs" / f"{run_id}-{k}" / "trajectory.json").read_text())
         assert data["mini_fix"]["attempt"] == k and data["mini_fix"]["chosen"] == (k == 3)
+        assert json.loads(world.saved[f"{run_id}-{k}"]) == data  # mirrored to the store, verdicts included
     verdicts = {
         k: json.loads((world.settings.data_dir / "runs" / f"{run_id}-{k}" / "trajectory.json").read_text())["mini_fix"]
         for k in (1, 2, 3)
