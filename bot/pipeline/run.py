@@ -261,7 +261,10 @@ def judge(
     choice = choose(candidates)
     record_verdicts(runs, choice, secrets, deps.save_trajectory)
     if state.count > 1:
-        links = {c.index: run_link(deps.settings, c.run_id) for c in candidates}
+        links = {
+            run.candidate.index: run_link(deps.settings, run.candidate.run_id) if run.trajectory else None
+            for run in runs
+        }
         state.table = attempts_table(choice, candidates, links)
     chosen = next((run for run in runs if run.candidate is choice.chosen), None)
     statuses = [run.result.exit_status for run in runs if run.result is not None]
