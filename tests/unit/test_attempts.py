@@ -318,3 +318,19 @@ def test_an_attempt_that_leaks_a_secret_is_refused_and_the_clean_one_published(
     stored = [p.read_text() for p in (world.settings.data_dir / "runs").rglob("trajectory.json")]
     posted = [c["body"] for c in github.comments] + [p["body"] for p in github.pulls]
     assert token not in "\n".join([*posted, *stored])
+
+
+def test_a_workers_sandbox_slots_follow_its_settings(tmp_path: Path) -> None:
+    from bot.settings import Settings
+    from bot.worker.wiring import sandbox_limit
+
+    base = Settings(data_dir=tmp_path, workers=2, _env_file=None)
+    assert sandbox_limit(base) == 2
+    assert sandbox_limit(base.model_copy(update={"attempts": 3})) == 6
+    assert sandbox_limit(base.model_copy(update={"max_sandboxes": 4, "attempts": 3})) == 4
+    slots, stop = SandboxSlots(1), threading.Event()
+    assert slots.try_take() and not slots.try_take()
+    stop.set()
+    assert slots.take(stop) is False  # a stopped job stops waiting for a slot
+    slots.give()
+    assert slots.take(threading.Event()) is True
