@@ -22,7 +22,9 @@ from bot.ledger.sqlite.ledger import SqliteLedger
 from bot.pipeline.capacity import SandboxSlots
 from bot.pipeline.run import PipelineDeps
 from bot.queue.dispatch import build_queue
+from bot.settings import Settings
 from bot.web.app import create_app
+from bot.worker.wiring import sandbox_limit
 from sandbox.base import Sandbox, SandboxConfig
 from tests.support.fake_github import FakeGitHub
 from tests.support.fake_github_config import commit_files
@@ -321,9 +323,6 @@ def test_an_attempt_that_leaks_a_secret_is_refused_and_the_clean_one_published(
 
 
 def test_a_workers_sandbox_slots_follow_its_settings(tmp_path: Path) -> None:
-    from bot.settings import Settings
-    from bot.worker.wiring import sandbox_limit
-
     base = Settings(data_dir=tmp_path, workers=2, _env_file=None)
     assert sandbox_limit(base) == 2
     assert sandbox_limit(base.model_copy(update={"attempts": 3})) == 6
