@@ -112,6 +112,7 @@ class Outcome(StrEnum):
     PR_OPENED = "pr_opened"
     PR_UPDATED = "pr_updated"
     EMPTY_DIFF = "empty_diff"
+    NO_ACCEPTABLE_ATTEMPT = "no_acceptable_attempt"  # several attempts, none of them may be proposed
     PROTECTED_PATHS = "protected_paths"
     LIMITS = "limits"
     FORMAT_ERRORS = "format_errors"

@@ -86,6 +86,9 @@ class Settings(BaseSettings):
     """Default attempts per job (a repository's `attempts:` may ask for more, up to MINIFIX_MAX_ATTEMPTS_PER_JOB)."""
     max_attempts_per_job: int = 5
     """Ceiling on a repository's `attempts`; a higher value is clamped, and the status comment says so."""
+    max_sandboxes: int = 0
+    """Attempt sandboxes one worker process runs at once over all its jobs (more wait for one to end);
+    0 = MINIFIX_WORKERS × MINIFIX_ATTEMPTS."""
     max_steps: int = 300
     """Ceiling on a repository's `limits.steps`; a higher value is clamped, and the status comment says so."""
     max_tokens: int = 5_000_000

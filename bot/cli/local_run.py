@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
+import tempfile
+import threading
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
@@ -13,14 +16,23 @@ import yaml
 
 from bot import metrics
 from bot.agent.config import DEFAULT_CONFIG_PATH, MiniFixAgentConfig, ModelConfig, load_config
-from bot.agent.loop import Agent, AgentResult, StepEvent
+from bot.agent.loop import StepEvent
 from bot.pipeline.admit import deployment_sandbox
+from bot.pipeline.attempts import Attempt, AttemptPlan, started
+from bot.pipeline.candidates import Choice
+from bot.pipeline.capacity import JobBudget
+from bot.pipeline.choose import attempts_table, choose
+from bot.pipeline.execute import SANDBOX_FAILURES
 from bot.pipeline.exits import SUBMITTED, exit_for
-from bot.pipeline.gitops import repo_files
 from bot.pipeline.run import resolve_model_config
+from bot.pipeline.verdicts import record_verdicts, refuse
+from bot.pipeline.verify import verify
+from bot.repo_config.load import ConfigError, load_repo_config
+from bot.repo_config.schema import RepoConfig
 from bot.settings import Settings
-from bot.trajectory import TrajectoryWriter
-from sandbox.base import SandboxConfig, SandboxError
+from sandbox.base import Sandbox, SandboxConfig
+
+SANDBOX_OUTCOMES = {outcome for _, outcome in SANDBOX_FAILURES}
 
 
 @dataclass
@@ -34,6 +46,7 @@ class LocalRunRequest:
     api_base: str | None = None
     image: str | None = None
     output: Path | None = None
+    attempts: int | None = None  # None: MINIFIX_ATTEMPTS
 
 
 def agent_config(request: LocalRunRequest, settings: Settings) -> MiniFixAgentConfig:
@@ -59,17 +72,18 @@ def sandbox_config(config: MiniFixAgentConfig, request: LocalRunRequest, setting
     return sandbox.model_copy(update={"image": request.image}) if request.image else sandbox
 
 
-def print_step(event: StepEvent) -> None:
-    """One progress line per model call."""
+def print_step(event: StepEvent, attempt: int | None = None) -> None:
+    """One progress line per model call (prefixed with the attempt when there are several)."""
     limit = f"/{event.step_limit}" if event.step_limit else ""
     tokens = event.prompt_tokens + event.completion_tokens
+    prefix = f"[{attempt}] " if attempt is not None else ""
     if event.format_error:
-        print(f"step {event.step}{limit}  format error (no single command)  tokens {tokens}", flush=True)
+        print(f"{prefix}step {event.step}{limit}  format error (no single command)  tokens {tokens}", flush=True)
         return
     command = (event.command or "").strip().replace("\n", " ⏎ ")
     command = command if len(command) <= 100 else command[:97] + "..."
     result = "refused (failed before)" if event.returncode is None else f"rc={event.returncode}"
-    print(f"step {event.step}{limit}  {result}  tokens {tokens}  $ {command}", flush=True)
+    print(f"{prefix}step {event.step}{limit}  {result}  tokens {tokens}  $ {command}", flush=True)
 
 
 def check_checkout(repo: Path) -> str | None:
@@ -77,73 +91,148 @@ def check_checkout(repo: Path) -> str | None:
     if not repo.is_dir():
         return f"--repo {repo} is not a directory"
     probe = subprocess.run(["git", "-C", str(repo), "rev-parse", "--git-dir"], capture_output=True, text=True)
-    return (
-        None if probe.returncode == 0 else f"--repo {repo} is not a git checkout: run `git init` there first"
-    )
+    if probe.returncode != 0:
+        return f"--repo {repo} is not a git checkout: run `git init` there first"
+    head = subprocess.run(["git", "-C", str(repo), "rev-parse", "--verify", "-q", "HEAD"], capture_output=True)
+    return None if head.returncode == 0 else f"--repo {repo} has no commit yet: the change is diffed against HEAD"
+
+
+def repo_config(repo: Path) -> RepoConfig:
+    """The checkout's own `.github/mini-fix.yml` (its `test`, `reproduce`, `setup`, ... judge the attempts)."""
+    local = "local/checkout"
+
+    def read(target: str, path: str) -> str | None:
+        file = repo / path
+        return file.read_text(encoding="utf-8") if target == local and file.is_file() else None
+
+    return load_repo_config(local, read).config
 
 
 def run_local(request: LocalRunRequest, settings: Settings) -> int:
-    """Run the agent on `request.repo` in a fresh sandbox; 0 when it submitted."""
+    """Run the agent on `request.repo` in fresh sandboxes (`--attempts` of them); 0 when one submitted a change."""
     if problem := check_checkout(request.repo):
         print(f"mini-fix: {problem}", file=sys.stderr)
+        return 2
+    try:
+        repo = repo_config(request.repo)
+    except ConfigError as exc:
+        print(f"mini-fix: {exc}", file=sys.stderr)
         return 2
     run_id = uuid.uuid4().hex[:12]
     output = request.output or Path("out") / run_id
     config = agent_config(request, settings)
     model = model_config(config, request, settings)
-    print(
-        f"run {run_id}: model {model.model_name} at {model.api_base or 'default endpoint'}; output {output}"
-    )
-    try:
-        result, diff = _run_in_sandbox(request, settings, config, model, run_id, output)
-    except SandboxError as exc:
-        print(f"mini-fix: sandbox failed: {exc}", file=sys.stderr)
-        return 3
-    output.mkdir(parents=True, exist_ok=True)
-    (output / "patch.diff").write_text(diff)
-    return _summarise(result, diff, output)
+    count = max(1, request.attempts or settings.attempts)
+    print(f"run {run_id}: model {model.model_name} at {model.api_base or 'default endpoint'}; output {output}")
+    if count > 1:
+        print(f"{count} attempts in parallel; each one's files go in {output}/{run_id}-<k>/")
+    runs, choice = _run_attempts(request, settings, config, model, repo, run_id, output, count)
+    return _write(runs, choice, output, count)  # a sandbox that fails ends its attempt: exit 3 when none ran
 
 
-def _run_in_sandbox(
+def _run_attempts(
     request: LocalRunRequest,
     settings: Settings,
     config: MiniFixAgentConfig,
     model: ModelConfig,
+    repo: RepoConfig,
     run_id: str,
     output: Path,
-) -> tuple[AgentResult, str]:
+    count: int,
+) -> tuple[list[Attempt], Choice]:
+    """The App's own attempts path: parallel attempts, the change taken out by the host, verified, chosen."""
     from bot.agent.model import LitellmModel
     from sandbox.docker import DockerSandbox
 
     api_key = settings.model_api_key.get_secret_value() if settings.model_api_key else None
-    writer = TrajectoryWriter(
-        output / "trajectory.json",
-        secrets=settings.secrets,
-        mini_fix={"run_id": run_id, "repo": str(request.repo.resolve())},
+
+    def start(sandbox: SandboxConfig, sandbox_run_id: str) -> Sandbox:
+        return DockerSandbox.start(sandbox, sandbox_run_id, on_exec=metrics.SANDBOX_EXEC_SECONDS.observe)
+
+    stop = threading.Event()
+    plan = AttemptPlan(
+        count=count,
+        run_id=run_id,
+        factory=start,
+        sandbox_config=sandbox_config(config, request, settings),
+        agent=config,
+        model=model,
+        make_model=lambda m: LitellmModel(m, api_key=api_key),
+        config=repo,
+        networked=False,
+        max_export_bytes=settings.max_export_bytes,
+        trajectory_path=lambda rid: output / "trajectory.json" if rid == run_id else output / rid / "trajectory.json",
+        meta={"repo": str(request.repo.resolve())},
+        budget=JobBudget(tokens=settings.max_tokens, seconds=settings.max_wall_time, cancel=stop),
+        on_step=lambda k, event: print_step(event, attempt=k if count > 1 else None),
+        on_end=lambda k, how: print(f"attempt {k}: {how}", flush=True) if count > 1 else None,
     )
-    sandbox = DockerSandbox.start(
-        sandbox_config(config, request, settings), run_id, on_exec=metrics.SANDBOX_EXEC_SECONDS.observe
-    )
-    try:
-        sandbox.copy_in(request.repo)
-        agent = Agent(
-            LitellmModel(model, api_key=api_key), sandbox, config, trajectory=writer, on_step=print_step
+    with tempfile.TemporaryDirectory(prefix=f"mini-fix-{run_id}-") as tmp, started(plan) as attempts:
+        runs = attempts.run(request.task, request.repo, Path(tmp), settings.secrets)
+        candidates = [run.candidate for run in runs]
+        for candidate in candidates:
+            refuse(candidate, repo, settings.secrets)
+        verify(
+            candidates,
+            checkout=request.repo,
+            factory=start,
+            sandbox_config=plan.sandbox_config,
+            repo=repo,
+            run_id=run_id,
+            workdir=Path(tmp),
+            cancel=stop,
         )
-        result = agent.run(request.task, **sandbox.template_vars(), repo_files=repo_files(request.repo))
-        return result, sandbox.diff()
-    finally:
-        sandbox.close()
+        choice = choose(candidates)
+        record_verdicts(runs, choice, settings.secrets, None)
+    return runs, choice
 
 
-def _summarise(result: AgentResult, diff: str, output: Path) -> int:
-    tokens = result.prompt_tokens + result.completion_tokens
-    files = sum(1 for line in diff.splitlines() if line.startswith("diff --git"))
-    print(
-        f"{result.exit_status}: {result.steps} steps, {tokens} tokens, {result.elapsed_seconds:.1f}s, "
-        f"{files} file(s) changed; trajectory {output / 'trajectory.json'}, patch {output / 'patch.diff'}"
-    )
-    if result.exit_status == SUBMITTED:
+def _write(runs: list[Attempt], choice: Choice, output: Path, count: int) -> int:
+    """patch.diff (the chosen change) and, with several attempts, each attempt's patch and attempts.md."""
+    output.mkdir(parents=True, exist_ok=True)
+    chosen = next((run for run in runs if run.candidate is choice.chosen), None)
+    if count > 1:
+        for run in runs:
+            change = run.candidate.change
+            place = output / run.candidate.run_id
+            place.mkdir(parents=True, exist_ok=True)
+            (place / "patch.diff").write_text(change.diff if change else "")
+        links = {run.candidate.index: str(run.trajectory) if run.trajectory else None for run in runs}
+        (output / "attempts.md").write_text(attempts_table(choice, [run.candidate for run in runs], links))
+        if chosen is not None and chosen.trajectory is not None:
+            shutil.copyfile(chosen.trajectory, output / "trajectory.json")
+    diff = chosen.candidate.change.diff if chosen is not None and chosen.candidate.change else ""
+    (output / "patch.diff").write_text(diff)
+    if count > 1:
+        for run in runs:
+            print(f"attempt {run.candidate.index}: {choice.reasons.get(run.candidate.index, '')}")
+    return _summarise(chosen or runs[0], diff, output, chosen=chosen is not None, count=count)
+
+
+def _summarise(run: Attempt, diff: str, output: Path, *, chosen: bool, count: int) -> int:
+    result = run.result
+    if result is not None:
+        tokens = result.prompt_tokens + result.completion_tokens
+        files = sum(1 for line in diff.splitlines() if line.startswith("diff --git"))
+        print(
+            f"{result.exit_status}: {result.steps} steps, {tokens} tokens, {result.elapsed_seconds:.1f}s, "
+            f"{files} file(s) changed; trajectory {output / 'trajectory.json'}, patch {output / 'patch.diff'}"
+        )
+    if chosen:
         return 0
+    if count > 1:
+        print(f"mini-fix: none of the {count} attempts left a change to propose (see {output / 'attempts.md'})")
+        return 1
+    if result is not None and result.exit_status == SUBMITTED:  # submitted, as the contract says: exit 0
+        refused = f": it touches {', '.join(run.candidate.refused)}" if run.candidate.refused else ""
+        print(f"mini-fix: submitted, but there is no change to propose{refused}", file=sys.stderr)
+        return 0
+    if result is None:
+        failure = run.failure
+        detail = (failure.detail or str(failure.outcome)) if failure else "the agent did not run"
+        sandbox = failure is not None and failure.outcome in SANDBOX_OUTCOMES
+        print(f"mini-fix: {'sandbox failed' if sandbox else 'the agent did not run'}: {detail}", file=sys.stderr)
+        return 3 if sandbox else 1
     detail = str(result.messages[-1].get("content", "")) if result.messages else ""
     hint = exit_for(result.exit_status).hint
     print(f"mini-fix: not submitted ({result.exit_status}): {hint}", file=sys.stderr)

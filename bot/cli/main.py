@@ -39,6 +39,9 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--api-base", help="OpenAI-compatible API base, e.g. http://localhost:8000/v1")
     run.add_argument("--image", help="sandbox image")
     run.add_argument("--output", type=Path, help="output directory (default ./out/<run id>)")
+    run.add_argument(
+        "--attempts", type=int, help="attempts in parallel (default MINIFIX_ATTEMPTS); the checkout's tests choose"
+    )
 
     setup = sub.add_parser("setup", help="create the GitHub App from app.yml and save its credentials to .env")
     setup.add_argument("--port", type=int, default=3333, help="port of the local setup page on 127.0.0.1")
@@ -109,6 +112,7 @@ def _run(settings: Settings, args: argparse.Namespace) -> int:
         api_base=args.api_base,
         image=args.image,
         output=args.output,
+        attempts=args.attempts,
     )
     return run_local(request, settings)
 

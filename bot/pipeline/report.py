@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import structlog
 
 from bot import signing
@@ -26,26 +28,44 @@ def report(state: RunState, key: Outcome, detail: str, settings: Settings) -> Jo
     status = JOB_STATUS.get(key, JobStatus.FAILED)
     pr_url = state.published.pr.url if state.published else None
     log.info("job_finished", outcome=key, detail=detail, pr_url=pr_url)
-    result = state.result
-    stats = (
-        None
-        if result is None
-        else {
-            "steps": result.steps,
-            "elapsed": result.elapsed_seconds,
-            "tokens": result.prompt_tokens + result.completion_tokens,
-        }
-    )
     done = outcome(key, run=state.run, paths=state.paths)
-    links = {"pr": pr_url, "run": run_link(settings, state.run["run_id"])}
+    trajectory = state.link_run_id or (state.run["run_id"] if state.count == 1 else None)
+    links = {"pr": pr_url, "run": run_link(settings, trajectory) if trajectory else None}
     comment = (
         None
         if key in QUIET_OUTCOMES
-        else render("outcome_comment.md", outcome=done, run=state.run, detail=detail, stats=stats, links=links)
+        else render(
+            "outcome_comment.md",
+            outcome=done,
+            run=state.run,
+            detail=detail,
+            stats=_stats(state),
+            links=links,
+            attempts_table=state.table,
+        )
     )
     state.status.close(done, links, comment=comment)
     error = None if status == JobStatus.SUCCEEDED else f"{key}: {detail}" if detail else key
-    return JobOutcome(status, pr_url=pr_url, run_id=state.run["run_id"], error=error)
+    return JobOutcome(status, pr_url=pr_url, run_id=state.link_run_id or state.run["run_id"], error=error)
+
+
+def _stats(state: RunState) -> dict[str, Any] | None:
+    """Steps, wall time and tokens: the one attempt's, or the sum over several (None before any agent ran)."""
+    if state.count > 1 and state.candidates:
+        return {
+            "steps": sum(c.steps for c in state.candidates),
+            "elapsed": max(c.seconds for c in state.candidates),
+            "tokens": sum(c.tokens for c in state.candidates),
+            "attempts": len(state.candidates),
+        }
+    result = state.result
+    if result is None:
+        return None
+    return {
+        "steps": result.steps,
+        "elapsed": result.elapsed_seconds,
+        "tokens": result.prompt_tokens + result.completion_tokens,
+    }
 
 
 def run_link(settings: Settings, run_id: str) -> str | None:

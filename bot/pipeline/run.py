@@ -6,8 +6,7 @@ import tempfile
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from functools import partial
 from pathlib import Path
@@ -19,7 +18,7 @@ from bot.agent.loop import StepEvent
 from bot.agent.model_base import Model
 from bot.github.gateway import GitHubError, GitHubGateway, Issue, can_write
 from bot.jobs import SHUTDOWN_REASON, Job, JobKind, JobOutcome, JobStatus, Outcome, RunInfo, cancel_reason
-from bot.pipeline import execute, gitops
+from bot.pipeline import attempts, execute
 from bot.pipeline.admit import (
     RememberLabel,
     admit,
@@ -29,8 +28,9 @@ from bot.pipeline.admit import (
     sandbox_config_for,
     setup_networked,
 )
-from bot.pipeline.ceilings import clamp
-from bot.pipeline.change import Change
+from bot.pipeline.capacity import JobBudget, SandboxSlots
+from bot.pipeline.ceilings import attempts_for, clamp
+from bot.pipeline.choose import attempts_table, choose, evidence
 from bot.pipeline.control import StopRuns, run_control
 from bot.pipeline.execute import RunFailed
 from bot.pipeline.feedback import review_feedback
@@ -40,10 +40,12 @@ from bot.pipeline.report import report, run_link
 from bot.pipeline.state import RunState
 from bot.pipeline.status import StatusComment
 from bot.pipeline.task import build_task, clean
+from bot.pipeline.verdicts import none_acceptable, record_verdicts, refuse
+from bot.pipeline.verify import verify
 from bot.render import render
 from bot.repo_config.schema import RepoConfig
 from bot.settings import Settings
-from bot.trajectory import TrajectoryWriter, annotate_trajectory, redact
+from bot.trajectory import redact
 from sandbox.base import Sandbox, SandboxConfig
 
 log = structlog.get_logger(__name__)
@@ -63,6 +65,7 @@ class PipelineDeps:
     stop_runs: StopRuns | None = None  # Ledger.cancel, for `/agent stop` jobs
     remember_label: RememberLabel | None = None  # Ledger.remember_label: the webhook path learns renamed labels
     save_trajectory: Callable[[str, str], None] | None = None  # (run id, JSON): where every API replica reads it
+    sandbox_slots: SandboxSlots | None = None  # the worker-wide bound on attempt sandboxes (None: none)
 
 
 def run_pipeline(job: Job, cancel: threading.Event, deps: PipelineDeps) -> JobOutcome:
@@ -120,11 +123,13 @@ def _run(
         "exit_status": "",
         "clamped": notes,
     }
-    status = StatusComment(gh, number, run, deps.clock)
-    state = RunState(job, gh, number, run, status, agent, model_config, cancel, config=config)
+    count = attempts_for(config, deps.settings)
+    status = StatusComment(gh, number, run, deps.clock, attempts=count)
+    status.token_budget = deps.settings.max_tokens if count > 1 else 0
+    state = RunState(job, gh, number, run, status, agent, model_config, cancel, config=config, count=count)
     state.status.start()
     try:
-        _attempt(state, deps)
+        _work(state, deps)
         key, detail = (Outcome.PR_OPENED if state.published and state.published.created else Outcome.PR_UPDATED), ""
     except RunFailed as exc:
         key, detail = exc.outcome, exc.detail
@@ -137,118 +142,145 @@ def _run(
     return report(state, key, detail, deps.settings)
 
 
-def _attempt(state: RunState, deps: PipelineDeps) -> None:
+def _work(state: RunState, deps: PipelineDeps) -> None:
+    """Clone, run the job's attempts in parallel, judge them with the App's own tests, publish the chosen one."""
     gh, run_id, cancel = state.gh, state.run["run_id"], state.cancel
     issue = gh.get_issue(state.number)
     issue = Issue(issue.number, clean(issue.title), issue.body, issue.author, issue.state)
     repo = gh.get_repo()
-    early = execute.EarlySandbox(deps.sandbox, sandbox_config_for(state.agent, deps.settings, state.config), run_id)
-    with early_discarded(early), tempfile.TemporaryDirectory(prefix=f"mini-fix-{run_id}-", dir=deps.workdir) as tmp:
+    sandbox_config = sandbox_config_for(state.agent, deps.settings, state.config)
+    plan = _plan(state, deps, sandbox_config)
+    with (
+        attempts.started(plan) as started,
+        tempfile.TemporaryDirectory(prefix=f"mini-fix-{run_id}-", dir=deps.workdir) as tmp,
+    ):
         checkout = Path(tmp) / "repo"
         token = gh.git_token()
         execute.clone(repo, token, checkout, max_bytes=deps.settings.max_clone_bytes)
         _check_cancel(cancel)
-        comments = gh.list_comments(state.number)
-        if state.job.kind == JobKind.RETRY:  # what reviewers said on the PR since the last run
-            comments += review_feedback(gh, state.number, comments, state.status.comment_id)
-        task = build_task(
-            issue,
-            comments,
-            guidance=state.job.guidance,
-            can_write=lambda user: can_write(gh.permission(user)),
-        )
-        if extra := guidance(state.config, checkout):
-            task = f"{task}\n\n{extra}"
-        sandbox = early.take(checkout)
-        change = _sandboxed(state, deps, task, sandbox, secrets=[token], checkout=checkout)
-        diff = change.diff
-        if not diff.strip():
-            raise RunFailed(Outcome.EMPTY_DIFF)
-        refuse_unsafe(state, change, [token, *deps.settings.secrets])
+        task = _task(state, issue, checkout)
+        secrets = [token, *deps.settings.secrets]
+        runs = started.run(task, checkout, Path(tmp), secrets)
+        _check_cancel(cancel)
+        chosen = judge(state, deps, runs, sandbox_config, checkout=checkout, scratch=Path(tmp), secrets=secrets)
+        assert chosen.candidate.change is not None and chosen.result is not None
+        diff = chosen.candidate.change.diff
         _check_cancel(cancel)
         push_change(gh, checkout, diff, issue=issue, run=state.run, token=token)
-    link = run_link(deps.settings, run_id)
-    assert state.result is not None
-    body_vars = {**pr_body_vars(issue, state.run, state.result, diff, link), "test": state.test}
+    link = run_link(deps.settings, chosen.candidate.run_id)
+    body_vars = {
+        **pr_body_vars(issue, state.run, chosen.result, diff, link),
+        "test": state.test,
+        "attempts_table": state.table,
+        "evidence": evidence(chosen.candidate),
+    }
     state.published = open_or_update_pr(gh, issue=issue, base=repo.default_branch, body_vars=body_vars)
-    messages = redact(state.result.messages, [token, *deps.settings.secrets])
+    messages = redact(chosen.result.messages, secrets)
     attach_trajectory(
-        gh, state.published.pr, messages, run=state.run, exit_status=state.result.exit_status, run_link=link
+        gh, state.published.pr, messages, run=state.run, exit_status=chosen.result.exit_status, run_link=link
     )
 
 
-def refuse_unsafe(state: RunState, change: Change, secrets: list[str]) -> None:
-    """End the run when the change touches protected paths, adds links the config does not allow, or holds a
-    secret the worker knows (a key read through some other hole must not be pushed)."""
-    state.paths = gitops.protected(change.paths, state.config.protected_paths)
-    if not state.config.allow_links:
-        state.paths += change.links
-    if any(secret in change.diff for secret in secrets if secret):
-        state.paths.append("(a changed file holds one of the worker's secrets)")
-    if state.paths:
-        raise RunFailed(Outcome.PROTECTED_PATHS, ", ".join(state.paths))
+def _task(state: RunState, issue: Issue, checkout: Path) -> str:
+    """The agent's task: the issue, its comments (and reviewers' since the last run, on a retry), guidance."""
+    gh = state.gh
+    comments = gh.list_comments(state.number)
+    if state.job.kind == JobKind.RETRY:  # what reviewers said on the PR since the last run
+        comments += review_feedback(gh, state.number, comments, state.status.comment_id)
+    task = build_task(
+        issue,
+        comments,
+        guidance=state.job.guidance,
+        can_write=lambda user: can_write(gh.permission(user)),
+    )
+    if extra := guidance(state.config, checkout):
+        task = f"{task}\n\n{extra}"
+    return task
 
 
-def _sandboxed(
-    state: RunState, deps: PipelineDeps, task: str, sandbox: Sandbox, secrets: list[str], checkout: Path
-) -> Change:
-    """Run the agent in the sandbox and take its change out; the container is removed whatever happens."""
-    run_id, cancel = state.run["run_id"], state.cancel
-    writer = TrajectoryWriter(
-        deps.settings.data_dir / "runs" / run_id / "trajectory.json",
-        secrets=[*secrets, *deps.settings.secrets],
-        mini_fix={
+def _plan(state: RunState, deps: PipelineDeps, sandbox_config: SandboxConfig) -> attempts.AttemptPlan:
+    """What the job's attempts share: sandbox, agent, model, budgets, slots, trajectory places, progress."""
+    settings = deps.settings
+    budget = JobBudget(
+        tokens=settings.max_tokens, seconds=settings.max_wall_time, cancel=state.cancel, clock=deps.clock
+    )
+    return attempts.AttemptPlan(
+        count=state.count,
+        run_id=state.run["run_id"],
+        factory=deps.sandbox,
+        sandbox_config=sandbox_config,
+        agent=state.agent,
+        model=state.model,
+        make_model=deps.model,
+        config=state.config,
+        networked=setup_networked(state.config, settings),
+        max_export_bytes=settings.max_export_bytes,
+        trajectory_path=lambda run_id: settings.data_dir / "runs" / run_id / "trajectory.json",
+        meta={
             "repo": state.job.repo,
             "issue": state.number,
-            "run_id": run_id,
             "job_id": state.job.id,
             "training": state.config.training,
             "model": state.model.model_name,
         },
-        mirror=partial(deps.save_trajectory, run_id) if deps.save_trajectory else None,
+        budget=budget,
+        slots=deps.sandbox_slots or SandboxSlots(0),
+        mirror=deps.save_trajectory,
+        on_step=partial(_on_step, state.status),
+        on_end=state.status.ended if state.count > 1 else lambda _attempt, _how: None,
     )
-    try:
-        with execute.closed_on_cancel(sandbox, cancel):
-            networked = setup_networked(state.config, deps.settings)
-            excludes = execute.run_setup(sandbox, state.config.setup, networked=networked)
-            state.result = execute.run_agent(
-                deps.model(state.model),
-                sandbox,
-                state.agent,
-                task,
-                trajectory=writer,
-                on_step=partial(_on_step, state.status),
-                cancel=cancel,
-                checkout=checkout,
-            )
-            state.run["exit_status"] = state.result.exit_status
-            execute.require_submission(state.result)
-            change = execute.take_change(
-                sandbox,
-                checkout,
-                checkout.parent / "export",
-                max_bytes=deps.settings.max_export_bytes,
-                exclude=excludes,
-            )
-            if state.config.test:
-                state.test = execute.run_test(sandbox, state.config.test)
-                annotate_trajectory(writer.path, "test", redact(state.test, writer.secrets))
-            return change
-    finally:
-        sandbox.close()
 
 
-@contextmanager
-def early_discarded(early: execute.EarlySandbox) -> Iterator[None]:
-    """Whatever ends the attempt, a container started early and never used is removed."""
-    try:
-        yield
-    finally:
-        early.discard()
+def judge(
+    state: RunState,
+    deps: PipelineDeps,
+    runs: list[attempts.Attempt],
+    sandbox_config: SandboxConfig,
+    *,
+    checkout: Path,
+    scratch: Path,
+    secrets: list[str],
+) -> attempts.Attempt:
+    """Refuse what may not be pushed, verify the rest in fresh sandboxes, choose; the chosen attempt or the
+    outcome (RunFailed) of a job none of whose attempts may be proposed."""
+    candidates = [run.candidate for run in runs]
+    for candidate in candidates:
+        refuse(candidate, state.config, secrets)
+    state.candidates = candidates
+    verify(
+        candidates,
+        checkout=checkout,
+        factory=deps.sandbox,
+        sandbox_config=sandbox_config,
+        repo=state.config,
+        run_id=state.run["run_id"],
+        workdir=scratch,
+        cancel=state.cancel,
+    )
+    _check_cancel(state.cancel)
+    choice = choose(candidates)
+    record_verdicts(runs, choice, secrets, deps.save_trajectory)
+    if state.count > 1:
+        links = {
+            run.candidate.index: run_link(deps.settings, run.candidate.run_id) if run.trajectory else None
+            for run in runs
+        }
+        state.table = attempts_table(choice, candidates, links)
+    chosen = next((run for run in runs if run.candidate is choice.chosen), None)
+    statuses = [run.result.exit_status for run in runs if run.result is not None]
+    state.run["exit_status"] = ", ".join(dict.fromkeys(statuses))
+    if chosen is None:
+        state.result = runs[0].result if state.count == 1 else None
+        raise none_acceptable(runs, state.paths)
+    state.result, state.test = chosen.result, chosen.candidate.test
+    state.run["exit_status"] = chosen.candidate.exit_status
+    state.link_run_id = chosen.candidate.run_id
+    return chosen
 
 
-def _on_step(status: StatusComment, event: StepEvent) -> None:
+def _on_step(status: StatusComment, attempt: int, event: StepEvent) -> None:
     status.progress(
+        attempt=attempt,
         step=event.step,
         limit=event.step_limit,
         command=event.command,

@@ -9,6 +9,7 @@ from bot.agent.config import MiniFixAgentConfig, ModelConfig
 from bot.agent.loop import AgentResult
 from bot.github.gateway import GitHubGateway
 from bot.jobs import Job, RunInfo
+from bot.pipeline.candidates import Candidate
 from bot.pipeline.publish import Published
 from bot.pipeline.status import StatusComment
 from bot.repo_config.schema import RepoConfig
@@ -30,4 +31,8 @@ class RunState:
     published: Published | None = None
     paths: list[str] = field(default_factory=list)
     config: RepoConfig = field(default_factory=RepoConfig)
-    test: dict[str, object] | None = None
+    test: dict[str, object] | None = None  # the chosen attempt's `test` verdict, from a fresh sandbox
+    count: int = 1  # attempts this job makes
+    candidates: list[Candidate] = field(default_factory=list)  # every attempt, once they have all ended
+    table: str = ""  # the attempts table (several attempts only), for the PR body or the outcome comment
+    link_run_id: str | None = None  # the run id whose trajectory the links show (the chosen attempt's)

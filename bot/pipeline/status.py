@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
+from typing import Any
 
 import structlog
 
@@ -17,47 +18,78 @@ log = structlog.get_logger(__name__)
 
 
 class StatusComment:
-    """Posts and edits the run's status comment; progress edits are best effort and never stop a run."""
+    """Posts and edits the run's status comment; progress edits are best effort and never stop a run.
+
+    Several attempts of one job report progress from their own threads: each has a row, and one lock keeps the
+    rows, the throttle and the edit in flight consistent."""
 
     def __init__(
-        self, gh: GitHubGateway, issue: int, run: RunInfo, clock: Callable[[], float]
+        self, gh: GitHubGateway, issue: int, run: RunInfo, clock: Callable[[], float], *, attempts: int = 1
     ) -> None:
         self.gh, self.issue, self.run, self.clock = gh, issue, run, clock
+        self.attempts = attempts
+        self.token_budget = 0  # the job's tokens over all attempts (0: not shown)
         self.comment_id: int | None = None
+        self._rows: dict[int, dict[str, Any]] = {}
+        self._lock = threading.Lock()
         self._last_edit = float("-inf")
         self._in_flight: threading.Thread | None = None  # a progress edit: off the agent's critical path
 
     def start(self) -> None:
         """Post the comment that says the run has started."""
         self.comment_id = self.gh.create_comment(
-            self.issue, render("status_comment.md", phase="starting", run=self.run)
+            self.issue, render("status_comment.md", phase="starting", run=self.run, attempts=self.attempts)
         )
         self._last_edit = self.clock()
 
-    def progress(self, *, step: int, limit: int, command: str | None, tokens: int, elapsed: float) -> None:
-        """Show the latest step, at most once every MIN_EDIT_INTERVAL seconds, from a thread: the run goes on."""
+    def progress(
+        self, *, step: int, limit: int, command: str | None, tokens: int, elapsed: float, attempt: int = 1
+    ) -> None:
+        """Show the latest step of `attempt`, at most once every MIN_EDIT_INTERVAL seconds, from a thread."""
+        row = {"step": step, "limit": limit, "command": command or "(none)", "tokens": tokens, "elapsed": elapsed}
+        with self._lock:
+            self._rows[attempt] = {**self._rows.get(attempt, {}), **row, "attempt": attempt}
+            self._edit_soon()
+
+    def ended(self, attempt: int, how: str) -> None:
+        """Mark `attempt` as finished (`how`: its exit status, or why it stopped) on the next edit."""
+        with self._lock:
+            self._rows.setdefault(
+                attempt, {"attempt": attempt, "step": 0, "limit": 0, "command": "(none)", "tokens": 0, "elapsed": 0.0}
+            )["ended"] = how
+            self._edit_soon()
+
+    def _edit_soon(self) -> None:
+        """Start an edit from a thread unless one is in flight or the last was too recent (lock held)."""
         now = self.clock()
         if self.comment_id is None or now - self._last_edit < MIN_EDIT_INTERVAL:
             return
         if self._in_flight is not None and self._in_flight.is_alive():
             return  # GitHub is slow: skip this one rather than queue edits
         self._last_edit = now
-        info = {
-            "step": step,
-            "limit": limit,
-            "command": command or "(none)",
-            "tokens": tokens,
-            "elapsed": elapsed,
-        }
-        body = render("status_comment.md", phase="running", run=self.run, progress=info)
+        rows = [self._rows[k] for k in sorted(self._rows)]
+        total = sum(int(r["tokens"]) for r in rows)
+        body = render(
+            "status_comment.md",
+            phase="running",
+            run=self.run,
+            progress=rows,
+            attempts=self.attempts,
+            total={"tokens": total, "budget": self.token_budget},
+        )
         self._in_flight = threading.Thread(target=self._edit, args=(body,), name="status-edit", daemon=True)
         self._in_flight.start()
 
     def finish(self, outcome: OutcomeText, links: dict[str, str | None]) -> None:
         """Show the outcome, with links to the PR and the trajectory when there are any."""
-        body = render("status_comment.md", phase="done", run=self.run, outcome=outcome, links=links)
-        if self._in_flight is not None:  # the outcome must be the comment's last edit
-            self._in_flight.join(EDIT_WAIT)
+        body = render(
+            "status_comment.md", phase="done", run=self.run, outcome=outcome, links=links, attempts=self.attempts
+        )
+        with self._lock:
+            self._last_edit = float("inf")  # no progress edit may follow the outcome
+            in_flight = self._in_flight
+        if in_flight is not None:  # the outcome must be the comment's last edit
+            in_flight.join(EDIT_WAIT)
         if self.comment_id is None:
             self.comment_id = self.gh.create_comment(self.issue, body)
         else:

@@ -18,6 +18,7 @@ from bot.github.gateway import GitHubGateway
 from bot.jobs import Job, JobOutcome
 from bot.ledger import open_ledger
 from bot.pipeline.admit import RememberLabel
+from bot.pipeline.capacity import SandboxSlots
 from bot.pipeline.control import StopRuns
 from bot.pipeline.run import PipelineDeps, run_pipeline
 from bot.settings import Settings
@@ -75,6 +76,7 @@ def build_runner(
 
     agent_config = load_config(settings.agent_config)
     save_trajectory = shared_saver(settings)  # one database connection per worker process
+    slots = SandboxSlots(sandbox_limit(settings))  # shared by every job this process runs
 
     def runner(job: Job, cancel: threading.Event) -> JobOutcome:
         if job.attempts > 1:
@@ -88,10 +90,16 @@ def build_runner(
             stop_runs=stop_runs,
             remember_label=remember_label,
             save_trajectory=save_trajectory,
+            sandbox_slots=slots,
         )
         return run_pipeline(job, cancel, deps)
 
     return runner
+
+
+def sandbox_limit(settings: Settings) -> int:
+    """Attempt sandboxes this worker process runs at once: MINIFIX_MAX_SANDBOXES, else one per slot and attempt."""
+    return settings.max_sandboxes or max(1, settings.workers) * max(1, settings.attempts)
 
 
 def remove_stale_containers(job: Job) -> None:

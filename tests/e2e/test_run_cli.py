@@ -23,9 +23,7 @@ TEST = (
 FIX_REPLIES = [
     bash_reply("cat calc.py && python3 -m unittest -q 2>&1 | tail -3", "Look at the code and reproduce."),
     bash_reply("sed -i 's/a - b/a + b/' calc.py && python3 -m unittest -q", "add subtracts; fix it and rerun."),
-    bash_reply(
-        "printf 'COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT\\nadd() now adds; test_add passes.\\n'", "Done; submit."
-    ),
+    bash_reply("printf 'COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT\\nadd() now adds; test_add passes.\\n'", "Done; submit."),
 ]
 
 
@@ -47,8 +45,23 @@ def buggy_repo(tmp_path: Path) -> Path:
 
 def _mini_fix_run(repo: Path, out: Path, api_base: str, *extra: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "MINIFIX_DATA_DIR": str(out.parent / "data"), "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
-    cmd = [sys.executable, "-m", "bot.cli", "run", "--repo", str(repo), "--task", "add(2, 3) returns -1",
-           "--model", "hosted_vllm/scripted", "--api-base", api_base, "--output", str(out), *extra]
+    cmd = [
+        sys.executable,
+        "-m",
+        "bot.cli",
+        "run",
+        "--repo",
+        str(repo),
+        "--task",
+        "add(2, 3) returns -1",
+        "--model",
+        "hosted_vllm/scripted",
+        "--api-base",
+        api_base,
+        "--output",
+        str(out),
+        *extra,
+    ]
     return subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=300)
 
 
@@ -94,3 +107,26 @@ def test_run_stops_at_the_step_limit(buggy_repo: Path, tmp_path: Path) -> None:
     assert result.returncode != 0
     assert "LimitsExceeded" in result.stdout + result.stderr
     assert len(model.requests) == 2
+
+
+def test_run_with_attempts_keeps_the_one_the_checkouts_tests_favour(buggy_repo: Path, tmp_path: Path) -> None:
+    (buggy_repo / ".github").mkdir()
+    (buggy_repo / ".github" / "mini-fix.yml").write_text("test: python3 -m unittest -q\n")
+    _git(buggy_repo, "-c", "user.name=t", "-c", "user.email=t@example.com", "add", "-A")
+    _git(buggy_repo, "-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "-qm", "config")
+    submit = bash_reply("printf 'COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT\\nDone.\\n'")
+    scripts = {
+        0.0: [bash_reply("sed -i 's/a - b/a * b/' calc.py"), submit],  # the checkout's test fails on it
+        0.7: [bash_reply("sed -i 's/a - b/a + b/' calc.py"), submit],
+    }
+    out = tmp_path / "out"
+    with ScriptedModelServer([], by_temperature=scripts) as model:
+        result = _mini_fix_run(buggy_repo, out, model.api_base, "--attempts", "2")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "+    return a + b" in (out / "patch.diff").read_text()
+    [first, second] = sorted(p for p in out.iterdir() if p.is_dir())
+    assert "a * b" in (first / "patch.diff").read_text() and "a + b" in (second / "patch.diff").read_text()
+    assert json.loads((out / "trajectory.json").read_text())["mini_fix"]["attempt"] == 2
+    table = (out / "attempts.md").read_text()
+    assert ":x: failed" in table and "**yes**" in table.splitlines()[-1]
+    assert sorted({r["temperature"] for r in model.requests}) == [0.0, 0.7]

@@ -26,10 +26,13 @@ class ScriptedModelServer:
         model: str = "scripted",
         delay: float = 0.0,
         by_turn: bool = False,
+        by_temperature: dict[float, Sequence[Reply]] | None = None,
         with_body: bool = False,
         host: str = "127.0.0.1",
     ) -> None:
         self.replies = list(replies)
+        # by_temperature: one script per sampling temperature (several attempts of one job), by turn as above.
+        self.by_temperature = {t: list(r) for t, r in (by_temperature or {}).items()}
         self.model = model
         self.delay = delay
         # by_turn: pick the reply by how many assistant turns the history holds, so a run that restarts
@@ -67,16 +70,19 @@ class ScriptedModelServer:
             index = len(self.requests)
             self.requests.append(body)
             self.peers.append(peer)
-        if self.by_turn:
+        replies = self.replies
+        if self.by_temperature:
+            replies = self.by_temperature.get(float(body.get("temperature", -1.0)), [])
+        if self.by_turn or self.by_temperature:
             index = sum(1 for m in body["messages"] if m.get("role") == "assistant")
-        if index >= len(self.replies):
+        if index >= len(replies):
             return 400, {
                 "error": {
-                    "message": f"script exhausted after {len(self.replies)} replies",
+                    "message": f"script exhausted after {len(replies)} replies",
                     "type": "invalid_request_error",
                 }
             }
-        reply = self.replies[index]
+        reply = replies[index]
         content = reply(body if self.with_body else body["messages"]) if callable(reply) else reply
         prompt_tokens = sum(len(str(m.get("content", ""))) // 4 + 1 for m in body["messages"])
         completion_tokens = len(content) // 4 + 1

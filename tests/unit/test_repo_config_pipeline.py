@@ -69,9 +69,11 @@ def test_setup_runs_before_the_agent_and_the_test_result_goes_in_the_pr_body(
     world = World(github, tmp_path, [FIX, bash(SUBMIT)])
     outcome = world.run()
     assert outcome.status == JobStatus.SUCCEEDED, outcome.error
-    commands = world.sandboxes[0].commands
-    assert commands[0] == "echo prepared > .setup-done"
-    assert commands[-1].startswith("grep -q")
+    agents, *fresh = world.sandboxes
+    assert agents.commands[0] == "echo prepared > .setup-done"
+    # The test ran in a fresh sandbox the App started for it, never in the one the agent worked in.
+    assert not any(c.startswith("grep -q") for c in agents.commands)
+    assert any(c.startswith("grep -q") for box in fresh for c in box.commands)
     task = world.model.requests[0][1]["content"]
     assert "Never touch README.md." in task and "Use four spaces." in task
     [pr] = github.pulls

@@ -51,3 +51,62 @@ def test_a_slow_progress_edit_does_not_hold_the_run_and_lands_before_the_outcome
     progress, final = gh.bodies[1], gh.bodies[2]
     assert "ls" in progress and "cat x" not in "".join(gh.bodies)
     assert final != progress and gh.bodies[-1].startswith("reaction") and len(gh.bodies) == 4
+
+
+class CountingComments:
+    """Comment calls that record each edit and fail the test if two edits ever overlap."""
+
+    def __init__(self) -> None:
+        self.bodies: list[str] = []
+        self.editing = 0
+        self.overlapped = False
+        self.lock = threading.Lock()
+
+    def create_comment(self, issue: int, body: str) -> int:
+        self.bodies.append(body)
+        return 7
+
+    def update_comment(self, comment_id: int, body: str) -> None:
+        with self.lock:
+            self.editing += 1
+            self.overlapped |= self.editing > 1
+        threading.Event().wait(0.01)
+        with self.lock:
+            self.editing -= 1
+            self.bodies.append(body)
+
+    def add_reaction(self, issue: int, reaction: str) -> None:
+        self.bodies.append(f"reaction {reaction}")
+
+
+def test_attempts_report_from_their_own_threads_each_in_its_own_row() -> None:
+    gh, ticks, lock = CountingComments(), [0.0], threading.Lock()
+
+    def clock() -> float:
+        with lock:
+            ticks[0] += 1.0
+            return ticks[0]
+
+    status = StatusComment(gh, 3, RUN, clock, attempts=3)  # type: ignore[arg-type]
+    status.start()
+
+    def attempt(k: int) -> None:
+        for step in range(1, 51):
+            status.progress(attempt=k, step=step, limit=50, command=f"echo {k}-{step}", tokens=step * 10, elapsed=1.0)
+        status.ended(k, "Submitted")
+
+    threads = [threading.Thread(target=attempt, args=(k,)) for k in (1, 2, 3)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(30)
+    if status._in_flight is not None:  # an edit still on its way would make the next one skip
+        status._in_flight.join(5)
+    status.progress(attempt=1, step=50, limit=50, command="last", tokens=500, elapsed=2.0)  # after every attempt
+    status.close(outcome(Outcome.PR_OPENED), {"pr": None, "run": None}, comment=None)
+    assert not gh.overlapped and len(gh.bodies) > 3
+    last_progress = [b for b in gh.bodies if "| attempt |" in b][-1]
+    for k in (1, 2, 3):
+        assert f"| {k} | 50 of 50 · <code>Submitted</code>" in last_progress or f"| {k} | 50 of 50 |" in last_progress
+    assert "Tokens over all attempts: 1,500" in last_progress
+    assert "opened a pull request" in gh.bodies[-2] and gh.bodies[-1] == "reaction rocket"

@@ -1,0 +1,256 @@
+"""Several attempts at one job, in parallel: each its own sandbox, sampling temperature, trajectory and run id.
+
+The attempts share the worker's one clone read-only (it is copied into each sandbox and is the base of each
+host-side diff), the job's cancel flag (`/agent stop` ends them all at once) and the job's total budget. Each
+holds one of the worker's sandbox slots (`capacity.SandboxSlots`) while its container lives; a job with more attempts
+than free slots runs the rest as slots come free.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import structlog
+
+from bot.agent.config import MiniFixAgentConfig, ModelConfig
+from bot.agent.loop import AgentResult, StepEvent
+from bot.agent.model_base import Model
+from bot.jobs import Outcome
+from bot.pipeline import execute
+from bot.pipeline.candidates import Candidate
+from bot.pipeline.capacity import JobBudget, SandboxSlots
+from bot.pipeline.execute import EarlySandbox, RunFailed
+from bot.repo_config.schema import RepoConfig
+from bot.trajectory import TrajectoryWriter
+from sandbox.base import Sandbox, SandboxConfig
+
+STOP_WAIT = 30.0  # seconds an interrupted job waits for its attempts to remove their containers
+log = structlog.get_logger(__name__)
+
+
+def attempt_run_id(run_id: str, index: int, count: int) -> str:
+    """Attempt `index`'s run id: the job's own when it has one attempt (links stay as they were), else `<id>-<k>`."""
+    return run_id if count == 1 else f"{run_id}-{index}"
+
+
+def temperature_for(agent: MiniFixAgentConfig, index: int, count: int) -> float | None:
+    """Attempt `index`'s sampling temperature from the schedule (cycled); None: the model config's own."""
+    schedule = agent.agent.attempt_temperatures
+    if count == 1 or not schedule:
+        return None
+    return schedule[(index - 1) % len(schedule)]
+
+
+def model_for(model: ModelConfig, temperature: float | None) -> ModelConfig:
+    """The model config with this attempt's temperature (unchanged for None)."""
+    if temperature is None:
+        return model
+    return model.model_copy(update={"model_kwargs": {**model.model_kwargs, "temperature": temperature}})
+
+
+@dataclass
+class Attempt:
+    """One attempt's run: the candidate the App judges, and what the agent left for the PR."""
+
+    candidate: Candidate
+    result: AgentResult | None = None
+    failure: RunFailed | None = None
+    trajectory: Path | None = None
+
+    @property
+    def outcome(self) -> Outcome | None:
+        """How the attempt ended when it left no change (None: it left one)."""
+        if self.failure is not None:
+            return self.failure.outcome
+        return None if self.candidate.submitted else Outcome.EMPTY_DIFF
+
+
+@dataclass
+class AttemptPlan:
+    """What every attempt of one job shares."""
+
+    count: int
+    run_id: str
+    factory: Callable[[SandboxConfig, str], Sandbox]
+    sandbox_config: SandboxConfig
+    agent: MiniFixAgentConfig
+    model: ModelConfig
+    make_model: Callable[[ModelConfig], Model]
+    config: RepoConfig
+    networked: bool  # the setup phase has the filtering proxy's network
+    max_export_bytes: int
+    trajectory_path: Callable[[str], Path]  # run id -> where its trajectory file goes
+    meta: dict[str, Any]  # the trajectory's `mini_fix` block (run id and attempt added per attempt)
+    budget: JobBudget
+    slots: SandboxSlots = field(default_factory=lambda: SandboxSlots(0))
+    mirror: Callable[[str, str], None] | None = None  # (run id, JSON): the shared trajectory store
+    on_step: Callable[[int, StepEvent], None] = lambda _attempt, _event: None
+    on_end: Callable[[int, str], None] = lambda _attempt, _how: None
+
+
+class Attempts:
+    """The attempts of one job: containers started early where a slot is free, then the agents in parallel."""
+
+    def __init__(self, plan: AttemptPlan) -> None:
+        self.plan = plan
+        self._lock = threading.Lock()
+        self._holding: set[int] = set()  # attempts holding a slot
+        self._early: dict[int, EarlySandbox] = {}
+        for index in range(1, plan.count + 1):
+            if not plan.slots.try_take():
+                break
+            self._holding.add(index)
+            self._early[index] = EarlySandbox(plan.factory, plan.sandbox_config, self.run_id(index))
+
+    def run_id(self, index: int) -> str:
+        """Attempt `index`'s run id."""
+        return attempt_run_id(self.plan.run_id, index, self.plan.count)
+
+    def run(self, task: str, checkout: Path, scratch: Path, secrets: list[str]) -> list[Attempt]:
+        """Run every attempt (each in its own thread) and return them in order, once all have ended."""
+        results: dict[int, Attempt] = {}
+        go = partial(self._run_one, task=task, checkout=checkout, scratch=scratch, secrets=secrets, into=results)
+        threads = [
+            threading.Thread(target=go, args=(index,), name=f"attempt-{index}", daemon=True)
+            for index in range(1, self.plan.count + 1)
+        ]
+        with self.plan.budget.watching():
+            for thread in threads:
+                thread.start()
+            try:
+                for thread in threads:
+                    thread.join()
+            except BaseException:  # Ctrl-C in `mini-fix run`: every attempt stops and removes its container
+                self.plan.budget.stop.cancel("interrupted")
+                for thread in threads:
+                    thread.join(STOP_WAIT)
+                raise
+        return [results[index] for index in sorted(results)]
+
+    def discard(self) -> None:
+        """Remove the containers started early that no attempt took (the clone failed, the job was stopped)."""
+        with self._lock:
+            early, self._early = self._early, {}
+        for index, sandbox in early.items():
+            try:
+                sandbox.discard()
+            finally:
+                self._give(index)
+
+    def _run_one(
+        self, index: int, *, task: str, checkout: Path, scratch: Path, secrets: list[str], into: dict[int, Attempt]
+    ) -> None:
+        temperature = temperature_for(self.plan.agent, index, self.plan.count)
+        attempt = Attempt(Candidate(index=index, run_id=self.run_id(index), temperature=temperature))
+        try:
+            sandbox = self._sandbox(index, checkout)
+            export = scratch / ("export" if self.plan.count == 1 else f"export-{index}")
+            self._agent(attempt, sandbox, task, checkout, export, secrets)
+        except RunFailed as exc:
+            attempt.failure = self._stopped(exc)
+        except Exception as exc:  # a bug in one attempt ends that attempt, never the others or the job
+            log.exception("attempt_crashed", attempt=index)
+            attempt.failure = RunFailed(Outcome.AGENT_CRASHED, f"{type(exc).__name__}: {exc}")
+        finally:
+            self._give(index)
+        candidate = attempt.candidate
+        if attempt.failure is not None:
+            error = attempt.failure.detail or str(attempt.failure.outcome)
+            candidate.error = "" if error == candidate.exit_status else error  # `LimitsExceeded` says it already
+        candidate.exit_status = candidate.exit_status or str(attempt.outcome or "")
+        with self._lock:
+            into[index] = attempt
+        self.plan.on_end(index, candidate.error or candidate.exit_status)
+
+    def _sandbox(self, index: int, checkout: Path) -> Sandbox:
+        """This attempt's started sandbox with the checkout copied in: the early one, or one once a slot is free."""
+        with self._lock:
+            early = self._early.pop(index, None)
+        if early is None:
+            if not self.plan.slots.take(self.plan.budget.stop):
+                raise RunFailed(Outcome.CANCELLED, "stopped before it started")
+            with self._lock:
+                self._holding.add(index)
+            early = EarlySandbox(self.plan.factory, self.plan.sandbox_config, self.run_id(index))
+        return early.take(checkout)  # a failed copy-in removes the container itself
+
+    def _agent(
+        self, attempt: Attempt, sandbox: Sandbox, task: str, checkout: Path, export: Path, secrets: list[str]
+    ) -> None:
+        """Setup, the agent, the change taken out; the container is removed whatever happens."""
+        plan, candidate = self.plan, attempt.candidate
+        writer = self._writer(candidate, secrets)
+        attempt.trajectory = writer.path
+        try:
+            with execute.closed_on_cancel(sandbox, plan.budget.stop):
+                excludes = execute.run_setup(sandbox, plan.config.setup, networked=plan.networked)
+                attempt.result = execute.run_agent(
+                    plan.make_model(model_for(plan.model, candidate.temperature)),
+                    sandbox,
+                    plan.agent,
+                    task,
+                    trajectory=writer,
+                    on_step=partial(self._on_step, candidate.index),
+                    cancel=plan.budget.stop,
+                    checkout=checkout,
+                )
+                _counted(candidate, attempt.result)
+                execute.require_submission(attempt.result)
+                candidate.change = execute.take_change(
+                    sandbox, checkout, export, max_bytes=plan.max_export_bytes, exclude=excludes
+                )
+        finally:
+            sandbox.close()
+
+    def _writer(self, candidate: Candidate, secrets: list[str]) -> TrajectoryWriter:
+        plan = self.plan
+        meta = {**plan.meta, "run_id": candidate.run_id}
+        if plan.count > 1:
+            meta |= {"attempt": candidate.index, "attempts": plan.count, "temperature": candidate.temperature}
+        return TrajectoryWriter(
+            plan.trajectory_path(candidate.run_id),
+            secrets=secrets,
+            mini_fix=meta,
+            mirror=partial(plan.mirror, candidate.run_id) if plan.mirror else None,
+        )
+
+    def _on_step(self, index: int, event: StepEvent) -> None:
+        self.plan.budget.count(index, event.prompt_tokens + event.completion_tokens)
+        self.plan.on_step(index, event)
+
+    def _stopped(self, exc: RunFailed) -> RunFailed:
+        """An attempt stopped by the job's total budget ran out of budget; one stopped by the job was cancelled."""
+        budget = self.plan.budget
+        if exc.outcome == Outcome.CANCELLED and budget.spent and not budget.cancel.is_set():
+            return RunFailed(Outcome.LIMITS, budget.spent)
+        return exc
+
+    def _give(self, index: int) -> None:
+        with self._lock:
+            held = index in self._holding
+            self._holding.discard(index)
+        if held:
+            self.plan.slots.give()
+
+
+def _counted(candidate: Candidate, result: AgentResult) -> None:
+    candidate.exit_status = result.exit_status
+    candidate.steps = result.steps
+    candidate.tokens = result.prompt_tokens + result.completion_tokens
+    candidate.seconds = result.elapsed_seconds
+
+
+@contextmanager
+def started(plan: AttemptPlan) -> Iterator[Attempts]:
+    """The job's attempts, containers starting now; whatever ends the block, those never used are removed."""
+    attempts = Attempts(plan)
+    try:
+        yield attempts
+    finally:
+        attempts.discard()

@@ -1,0 +1,102 @@
+"""A worker's capacity for attempts and a job's budget over all of them.
+
+`SandboxSlots` bounds the attempt sandboxes one worker process keeps alive at once, over all its jobs; `JobBudget`
+stops every attempt of one job once, together, they have spent the job's tokens or wall time.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+
+from bot.jobs import CancelSignal, cancel_reason
+
+POLL_SECONDS = 0.5
+
+
+class SandboxSlots:
+    """The worker-wide bound on attempt sandboxes alive at once (0: no bound).
+
+    An attempt takes one slot before its container starts and gives it back when the container is gone; it
+    never waits for a slot while holding one, so jobs sharing a worker cannot deadlock."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self._free = threading.BoundedSemaphore(limit) if limit > 0 else None
+
+    def try_take(self) -> bool:
+        """Take a slot if one is free now."""
+        return self._free is None or self._free.acquire(blocking=False)
+
+    def take(self, stop: threading.Event) -> bool:
+        """Wait for a slot; False (and none taken) when `stop` is set first."""
+        while not stop.is_set():
+            if self._free is None or self._free.acquire(timeout=POLL_SECONDS):
+                return True
+        return False
+
+    def give(self) -> None:
+        """Give a slot back."""
+        if self._free is not None:
+            self._free.release()
+
+
+class JobBudget:
+    """The job's total over all its attempts: tokens and wall time; once either is spent every attempt stops.
+
+    `stop` is what the attempts watch: set by the job's own cancel flag (`/agent stop`, shutdown) or by the
+    budget; `spent` says which budget, '' when none was."""
+
+    def __init__(
+        self, *, tokens: int, seconds: float, cancel: threading.Event, clock: Callable[[], float] = time.monotonic
+    ) -> None:
+        self.tokens, self.seconds, self.cancel, self.clock = tokens, seconds, cancel, clock
+        self.stop = CancelSignal()
+        self.spent = ""
+        self._used: dict[int, int] = {}
+        self._lock = threading.Lock()
+
+    def used(self) -> int:
+        """Tokens spent so far over all attempts."""
+        with self._lock:
+            return sum(self._used.values())
+
+    def count(self, attempt: int, tokens: int) -> None:
+        """Record attempt `attempt`'s tokens so far; stop every attempt once the total reaches the budget."""
+        with self._lock:
+            self._used[attempt] = tokens
+            total = sum(self._used.values())
+        if 0 < self.tokens <= total:
+            self._spend(f"the job's token budget over all attempts ({self.tokens:,}, MINIFIX_MAX_TOKENS) was spent")
+
+    def _spend(self, why: str) -> None:
+        with self._lock:
+            self.spent = self.spent or why
+        self.stop.cancel(why)
+
+    @contextmanager
+    def watching(self) -> Iterator[None]:
+        """While inside: the job's cancel flag and its wall-time budget reach `stop`."""
+        done = threading.Event()
+        started = self.clock()
+
+        def watch() -> None:
+            while not done.wait(POLL_SECONDS):
+                if self.cancel.is_set():
+                    self.stop.cancel(cancel_reason(self.cancel) or "the job was stopped")
+                    return
+                if 0 < self.seconds <= self.clock() - started:
+                    self._spend(f"the job's wall time over all attempts ({self.seconds:g} s) ran out")
+                    return
+
+        if self.cancel.is_set():
+            self.stop.cancel(cancel_reason(self.cancel) or "the job was stopped")
+        watcher = threading.Thread(target=watch, name="job-budget", daemon=True)
+        watcher.start()
+        try:
+            yield
+        finally:
+            done.set()
+            watcher.join()

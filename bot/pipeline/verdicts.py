@@ -1,0 +1,80 @@
+"""What the App concludes about a job's attempts: refusals, how a job with none to propose ends, the verdicts
+written into each attempt's trajectory."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+import structlog
+
+from bot.jobs import Outcome
+from bot.pipeline.attempts import Attempt
+from bot.pipeline.candidates import Candidate, Choice, refusals
+from bot.pipeline.execute import RunFailed
+from bot.repo_config.schema import RepoConfig
+from bot.trajectory import redact, write_atomic
+
+log = structlog.get_logger(__name__)
+
+
+def refuse(candidate: Candidate, config: RepoConfig, secrets: list[str]) -> None:
+    """Fill `candidate.refused` (protected paths, links, a worker's secret in the diff); never raises."""
+    if candidate.change is not None:
+        candidate.refused = refusals(candidate.change, config, secrets)
+
+
+def _ending(attempt: Attempt) -> Outcome:
+    outcome = attempt.outcome
+    return outcome if outcome is not None else Outcome.PROTECTED_PATHS  # a change, but refused
+
+
+def none_acceptable(runs: list[Attempt], paths: list[str]) -> RunFailed:
+    """How a job ends when no attempt may be proposed: the one ending every attempt shares (a single attempt's
+    own, as before there were several; `paths` gets the refused paths), else `no_acceptable_attempt`."""
+    endings = Counter(_ending(run) for run in runs)
+    if len(endings) > 1:
+        how = ", ".join(f"{n} {ending}" for ending, n in sorted(endings.items()))
+        return RunFailed(Outcome.NO_ACCEPTABLE_ATTEMPT, f"none of the {len(runs)} attempts can be proposed: {how}")
+    [ending] = endings
+    if ending == Outcome.PROTECTED_PATHS:
+        paths[:] = list(dict.fromkeys(path for run in runs for path in run.candidate.refused))
+        return RunFailed(ending, ", ".join(paths))
+    details = [run.failure.detail for run in runs if run.failure is not None and run.failure.detail]
+    return RunFailed(ending, "; ".join(dict.fromkeys(details)))
+
+
+def record_verdicts(
+    runs: list[Attempt], choice: Choice, secrets: list[str], mirror: Callable[[str, str], None] | None
+) -> None:
+    """Write what the App found into each attempt's trajectory (`mini_fix.test`, `.reproduction`, `.chosen`)."""
+    for run in runs:
+        candidate = run.candidate
+        if run.trajectory is None or not run.trajectory.exists():
+            continue
+        verdicts: dict[str, Any] = {"chosen": candidate is choice.chosen}
+        if candidate.test is not None:
+            verdicts["test"] = candidate.test
+        if candidate.reproduction is not None:
+            verdicts["reproduction"] = {**asdict(candidate.reproduction), "valid": candidate.reproduction.valid}
+        if candidate.refused:
+            verdicts["refused"] = candidate.refused
+        text = annotate(run.trajectory, redact(verdicts, secrets))
+        if mirror is not None:
+            try:
+                mirror(candidate.run_id, text)
+            except Exception:  # the database is down: the local file has the verdicts
+                log.warning("trajectory verdicts not stored in the database", run_id=candidate.run_id, exc_info=True)
+
+
+def annotate(path: Path, values: dict[str, Any]) -> str:
+    """Set these keys of a saved trajectory's `mini_fix` block; the new text."""
+    data = json.loads(path.read_text(encoding="utf-8"))
+    data.setdefault("mini_fix", {}).update(values)
+    text = json.dumps(data, default=str)
+    write_atomic(path, text)
+    return text
