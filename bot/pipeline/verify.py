@@ -7,11 +7,16 @@ reproduction runs on its tree (cross-validation). Verdicts are the engine's exit
 Sandboxes per candidate: one for the base commit + its test files only (nothing else has run there, so no state
 left by another run can change the verdict); one for its whole change (its reproduction first, then `test`); and,
 when other attempts have valid reproductions, one more with those test files laid over its change (a second one
-only where two of them name the same path). Setup runs offline: the tree holds agent-written code.
+only where two of them name the same path). Each sandbox is made as an attempt's was: the base commit copied in
+and the repository's setup run on it (with the attempts' network, cut when setup ends), and only then the tree
+to check laid over it. Setup never runs agent-written code, and a repository whose setup needs the network gets
+its tests run as it would in an attempt.
 """
 
 from __future__ import annotations
 
+import os
+import shlex
 import shutil
 import tempfile
 import threading
@@ -59,9 +64,14 @@ def verify(
 ) -> None:
     """Fill each acceptable candidate's `test`, `reproduction` and `cross`, in fresh sandboxes (never raises for
     a candidate's problem: its `detail` or `test` says what went wrong)."""
-    offline = sandbox_config.model_copy(update={"network": False, "setup_hosts": []})
     with tempfile.TemporaryDirectory(prefix="verify-", dir=workdir) as tmp:
-        bench = _Bench(checkout, factory, offline, repo, run_id, Path(tmp), cancel)
+        base = Path(tmp) / "base"
+        try:
+            trees.base_tree(checkout, base)
+        except GitError as exc:
+            _unverifiable(candidates, repo, f"the base commit could not be checked out on the worker: {exc}")
+            return
+        bench = _Bench(checkout, base, factory, sandbox_config, repo, run_id, Path(tmp), cancel)
         built = [b for c in candidates if c.acceptable and (b := bench.build(c)) is not None]
         for b in built:
             bench.own(b)
@@ -74,6 +84,7 @@ class _Bench:
     """What every verification of one job shares."""
 
     checkout: Path
+    base: Path  # the base commit's tree: what setup runs on in every sandbox
     factory: SandboxFactory
     config: SandboxConfig
     repo: RepoConfig
@@ -174,9 +185,10 @@ class _Bench:
             return STOPPED
         try:
             with (
-                prepared(self.factory, self.config, f"{self.run_id}-verify-{what}", tree, self.repo) as ready,
+                prepared(self.factory, self.config, f"{self.run_id}-verify-{what}", self.base, self.repo) as ready,
                 closed_on_cancel(ready.sandbox, self.cancel),
             ):
+                _lay_over(ready.sandbox, self.base, tree)
                 body(ready.sandbox)
         except (SetupFailed, SandboxError, RunFailed) as exc:
             return STOPPED if self.cancel.is_set() else f"the verification sandbox failed: {exc}"
@@ -184,6 +196,37 @@ class _Bench:
 
     def _not_run(self, why: str) -> dict[str, Any]:
         return {"command": self.repo.test, "returncode": -1, "passed": False, "output": f"not run: {why}"}
+
+
+def _lay_over(sandbox: Sandbox, base: Path, tree: Path) -> None:
+    """Make the sandbox's base checkout (setup's output kept) hold `tree`: its files copied over, the files it
+    deleted removed (the list from the worker's own walk of both trees)."""
+    sandbox.copy_in(tree)
+    gone = sorted(_files(base) - _files(tree))
+    for start in range(0, len(gone), 200):
+        names = " ".join(shlex.quote(path) for path in gone[start : start + 200])
+        result = sandbox.run_check(f"rm -f -- {names}", timeout=TEST_TIMEOUT)
+        if result.returncode != 0:
+            raise SandboxError(f"could not remove the files the change deletes: {result.output[-OUTPUT_TAIL:]}")
+
+
+def _files(root: Path) -> set[str]:
+    """Every non-directory entry under `root` (links included, not followed), `.git` left out."""
+    found: set[str] = set()
+    for here, dirs, files in os.walk(root):
+        dirs[:] = [d for d in dirs if not (here == str(root) and d == ".git")]
+        rel = os.path.relpath(here, root)
+        found.update(name if rel == "." else os.path.join(rel, name) for name in files)
+        found.update(os.path.join(rel, d) if rel != "." else d for d in dirs if os.path.islink(os.path.join(here, d)))
+    return found
+
+
+def _unverifiable(candidates: list[Candidate], repo: RepoConfig, why: str) -> None:
+    for c in candidates:
+        if c.acceptable:
+            c.reproduction = Reproduction(files=[], detail=why)
+            if repo.test:
+                c.test = {"command": repo.test, "returncode": -1, "passed": False, "output": f"not run: {why}"}
 
 
 def _check(sandbox: Sandbox, command: str) -> tuple[bool, str]:

@@ -24,6 +24,7 @@ class Factory:
         self.started: dict[str, FakeSandbox] = {}
         self.trees: dict[str, dict[str, str]] = {}
         self.configs: list[SandboxConfig] = []
+        self.disconnected: list[str] = []
 
     def __call__(self, config: SandboxConfig, run_id: str) -> FakeSandbox:
         sandbox = FakeSandbox()
@@ -35,6 +36,8 @@ class Factory:
             original(src, dest)
 
         sandbox.copy_in = copy_in  # type: ignore[method-assign]
+        if config.network:  # an engine sandbox can cut its network after setup (execute.Offline)
+            sandbox.disconnect_network = lambda: self.disconnected.append(run_id)  # type: ignore[attr-defined]
         self.started[run_id], self.configs = sandbox, [*self.configs, config]
         return sandbox
 
@@ -45,7 +48,7 @@ def _verify(cands: list[Candidate], base: Path, factory: Factory, repo: RepoConf
         cands,
         checkout=base,
         factory=factory,
-        sandbox_config=SandboxConfig(network=True, setup_hosts=["pypi.org"]),
+        sandbox_config=kw.pop("sandbox_config", SandboxConfig()),
         repo=repo,
         run_id="job",
         workdir=base.parent,
@@ -75,7 +78,7 @@ def test_valid_claimed_and_broken_reproductions_and_cross_validation(base: Path)
     assert (good.cross, claimed.cross, unfixed.cross) == ({}, {1: True}, {1: False})
     assert [c.test["passed"] for c in (good, claimed, unfixed) if c.test] == [True, True, False]
 
-    # The base-commit sandbox held only the test file, the fix nowhere; every sandbox was a fresh one, offline.
+    # The base-commit sandbox held only the test file, the fix nowhere; every sandbox was a fresh one.
     before = factory.trees["job-verify-1-before"]
     assert before["tests/test_add.py"] == REPRO[1] and "return a - b" in before["calc/ops.py"]
     assert "return a + b" in factory.trees["job-verify-1-after"]["calc/ops.py"]
@@ -84,7 +87,6 @@ def test_valid_claimed_and_broken_reproductions_and_cross_validation(base: Path)
         + ["job-verify-2-cross-0", "job-verify-3-cross-0"]
     )
     assert all(s.closed for s in factory.started.values())
-    assert all(c.network is False and c.setup_hosts == [] for c in factory.configs)
     status = subprocess.run(["git", "-C", str(base), "status", "--porcelain"], capture_output=True, text=True)
     assert status.stdout == ""  # the worker's checkout is only read
 
@@ -145,3 +147,20 @@ def test_a_sandbox_that_fails_is_a_detail_and_a_cancelled_verification_starts_no
     cancel.set()
     _verify([stopped], base, factory, RepoConfig(test=REPO_TEST), cancel=cancel)
     assert stopped.reproduction is not None and stopped.reproduction.detail == STOPPED and factory.started == {}
+
+
+def test_setup_runs_on_the_base_commit_with_the_attempts_network_then_the_tree_is_laid_over(base: Path) -> None:
+    # A repository whose setup needs the network gets it here as in its attempts; setup sees only the base
+    # commit (never agent-written code), and a file the change deletes is gone when its tests run.
+    deleting = candidate(base, 1, FIX, REPRO, ("tests/test_ops.py", None))
+    factory = Factory()
+    networked = SandboxConfig(network=True, setup_hosts=["pypi.org"])
+    repo = RepoConfig(
+        test="test ! -e tests/test_ops.py && grep -q 'a - b' setup-saw.txt", setup=["cp calc/ops.py setup-saw.txt"]
+    )
+    _verify([deleting], base, factory, repo, sandbox_config=networked)
+
+    assert all(c.network and c.setup_hosts == ["pypi.org"] for c in factory.configs)
+    assert sorted(factory.disconnected) == sorted(factory.started)  # cut after setup, in every sandbox
+    assert deleting.test is not None and deleting.test["passed"], deleting.test
+    assert "return a + b" in factory.trees["job-verify-1-after"]["calc/ops.py"]
