@@ -19,6 +19,7 @@ def app_trajectories(
 ) -> Iterator[tuple[dict[str, Any], dict[str, Any]]]:
     """(trajectory, metadata) of each finished App run, with its job's status and its PR's outcome."""
     by_run = {job.run_id: job for job in jobs if job.run_id}
+    by_id = {job.id: job for job in jobs}
     retries = retry_counts(jobs)
     for path in sorted(runs_dir.glob("*/trajectory.json")):
         try:
@@ -27,10 +28,15 @@ def app_trajectories(
             continue
         if not trajectory.get("mini_fix", {}).get("finished_at"):
             continue  # still running (or its worker died mid-run): not a finished example
-        job = by_run.get(path.parent.name)
-        test = trajectory.get("mini_fix", {}).get("test") or {}
+        mini_fix = trajectory.get("mini_fix", {})
+        test = mini_fix.get("test") or {}
         meta = {"source": "app", "tests_passed": test.get("passed") if test else None, "tests": test}
-        yield trajectory, meta | (_job_meta(job, pr_outcomes, retries) if job else {"outcome": None})
+        if (job := by_run.get(path.parent.name)) is not None:  # the job's published run (its chosen attempt)
+            yield trajectory, meta | _job_meta(job, pr_outcomes, retries)
+        elif (job := by_id.get(str(mini_fix.get("job_id")))) is not None:  # an attempt the App did not choose
+            yield trajectory, meta | _job_meta(job, pr_outcomes, retries) | {"outcome": "not_chosen"}
+        else:
+            yield trajectory, meta | {"outcome": None}
 
 
 def _job_meta(job: Job, pr_outcomes: Outcomes, retries: dict[tuple[str, int], int]) -> dict[str, Any]:

@@ -97,6 +97,19 @@ def test_app_runs_carry_their_job_and_honour_the_repository_opt_out(tmp_path: Pa
     assert SECRET not in json.dumps(lines)  # the deployment's secrets are redacted again on the way out
 
 
+def test_an_attempt_the_app_did_not_choose_carries_its_job_but_not_the_merge(tmp_path: Path) -> None:
+    runs = tmp_path / "runs"
+    for run_id in ("r1-1", "r1-2"):  # two attempts of job j1; the App published r1-2
+        _save(runs / run_id / "trajectory.json", _messages(), repo="o/a", issue=7, job_id="j1", run_id=run_id)
+    job = Job("j1", JobKind.FIX, 1, "o/a", 7, "ada", "d1", JobStatus.SUCCEEDED,
+              pr_url="https://github.com/o/a/pull/9", run_id="r1-2")  # fmt: skip
+    merged = {"state": "merged", "merged": True, "human_pushes": 0, "reviews": {}}
+    lines = _export(app_trajectories(runs, [job], {("o/a", 9): merged}), ExportFilter())
+    by_run = {line["metadata"]["run_id"]: line["metadata"] for line in lines}
+    assert by_run["r1-2"]["outcome"] == "merged"
+    assert by_run["r1-1"]["outcome"] == "not_chosen" and by_run["r1-1"]["pr_url"] == job.pr_url
+
+
 def _run(argv: list[str], **settings: Any) -> int:
     """`mini-fix export ARGV` as the CLI parses and runs it (without the process-wide logging setup)."""
     return run_export(_parser().parse_args(["export", *argv]), Settings(_env_file=None, **settings))
