@@ -65,13 +65,7 @@ def verify(
     """Fill each acceptable candidate's `test`, `reproduction` and `cross`, in fresh sandboxes (never raises for
     a candidate's problem: its `detail` or `test` says what went wrong)."""
     with tempfile.TemporaryDirectory(prefix="verify-", dir=workdir) as tmp:
-        base = Path(tmp) / "base"
-        try:
-            trees.base_tree(checkout, base)
-        except GitError as exc:
-            _unverifiable(candidates, repo, f"the base commit could not be checked out on the worker: {exc}")
-            return
-        bench = _Bench(checkout, base, factory, sandbox_config, repo, run_id, Path(tmp), cancel)
+        bench = _Bench(checkout, factory, sandbox_config, repo, run_id, Path(tmp), cancel)
         built = [b for c in candidates if c.acceptable and (b := bench.build(c)) is not None]
         for b in built:
             bench.own(b)
@@ -83,8 +77,7 @@ def verify(
 class _Bench:
     """What every verification of one job shares."""
 
-    checkout: Path
-    base: Path  # the base commit's tree: what setup runs on in every sandbox
+    checkout: Path  # the worker's clone at the base commit, as the attempts got it: what setup runs on
     factory: SandboxFactory
     config: SandboxConfig
     repo: RepoConfig
@@ -185,10 +178,10 @@ class _Bench:
             return STOPPED
         try:
             with (
-                prepared(self.factory, self.config, f"{self.run_id}-verify-{what}", self.base, self.repo) as ready,
+                prepared(self.factory, self.config, f"{self.run_id}-verify-{what}", self.checkout, self.repo) as ready,
                 closed_on_cancel(ready.sandbox, self.cancel),
             ):
-                _lay_over(ready.sandbox, self.base, tree)
+                _lay_over(ready.sandbox, self.checkout, tree)
                 body(ready.sandbox)
         except (SetupFailed, SandboxError, RunFailed) as exc:
             return STOPPED if self.cancel.is_set() else f"the verification sandbox failed: {exc}"
@@ -219,14 +212,6 @@ def _files(root: Path) -> set[str]:
         found.update(name if rel == "." else os.path.join(rel, name) for name in files)
         found.update(os.path.join(rel, d) if rel != "." else d for d in dirs if os.path.islink(os.path.join(here, d)))
     return found
-
-
-def _unverifiable(candidates: list[Candidate], repo: RepoConfig, why: str) -> None:
-    for c in candidates:
-        if c.acceptable:
-            c.reproduction = Reproduction(files=[], detail=why)
-            if repo.test:
-                c.test = {"command": repo.test, "returncode": -1, "passed": False, "output": f"not run: {why}"}
 
 
 def _check(sandbox: Sandbox, command: str) -> tuple[bool, str]:
