@@ -2,13 +2,15 @@
 
 The tasks are the small buggy repositories of tests/support/buggy_repos.py (a hidden test decides `resolved`).
 Each arm is a real `mini-fix eval --attempts K` (the App's agent, Docker sandbox, verification and choice); the
-arms run task by task, interleaved, so a run cut short still compares them on the same tasks. Prints the resolve
-rates and their ratio, the oracle (any attempt resolved), the reproduction-test rate, and wall and model time.
+arms run task by task, interleaved, so a run cut short still compares them on the same tasks. `--attempt-workers K`
+runs a task's N attempts K at a time (default all N; 1 for a serial model server such as llama.cpp on CPU).
+Prints the resolve rates and their ratio, the oracle (any attempt resolved), the reproduction-test rate, and wall
+and model time.
 
     .venv/bin/python bench/best_of_n.py --scripted            # the mechanics: scripted attempts that differ
     .venv/bin/python bench/best_of_n.py --attempts 3 [--tasks calc,shout,pages,mean] [--step-limit 10]
         [--max-tokens 256] [--wall-time 900] [--call-timeout 300] [--seed 1] [--budget-minutes 60]
-        [--keep DIR]                                          # the real model (llama.cpp)
+        [--attempt-workers 1] [--keep DIR]                    # the real model (llama.cpp)
     .venv/bin/python bench/best_of_n.py --summarize --keep DIR   # the table again, from a kept (or cut) run
 """
 
@@ -47,10 +49,14 @@ def overlay(args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
-def run_eval(tasks: Path, out: Path, attempts: int, model: str, base: str, config: Path, data: Path) -> float:
-    """One `mini-fix eval --attempts K` over `tasks` into `out` (resumed); its wall seconds."""
+def run_eval(
+    tasks: Path, out: Path, attempts: int, model: str, base: str, config: Path, data: Path, workers: int | None
+) -> float:
+    """One `mini-fix eval --attempts K [--attempt-workers W]` over `tasks` into `out` (resumed); its wall seconds."""
     env = {**os.environ, "MINIFIX_DATA_DIR": str(data), "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
     command = [sys.executable, "-m", "bot.cli", "eval", str(tasks), "--output", str(out), "--attempts", str(attempts)]
+    if workers:
+        command += ["--attempt-workers", str(workers)]
     command += ["--model", model, "--api-base", base, "--config", str(config)]
     began = time.monotonic()
     done = subprocess.run(command, env=env, cwd=ROOT, capture_output=True, text=True, check=False)
@@ -111,6 +117,7 @@ def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--scripted", action="store_true", help="scripted attempts (the mechanics), no real model")
     parser.add_argument("--attempts", type=int, default=3)
+    parser.add_argument("--attempt-workers", type=int, help="a task's attempts run at once (default: all of them)")
     parser.add_argument("--tasks", default=",".join(REPOS), help=f"comma-separated, from {', '.join(REPOS)}")
     parser.add_argument("--api-base", help="OpenAI-compatible server (default: scripts/ensure-model.sh start)")
     parser.add_argument("--alias", default=os.environ.get("MINIFIX_REAL_MODEL_ALIAS", "qwen2.5-coder-1.5b"))
@@ -144,7 +151,10 @@ def run_arms(args: argparse.Namespace, work: Path, names: list[str], model: str,
             break
         one = work / "tasks" / f"{name}.jsonl"
         one.write_text(next(line for line in every if json.loads(line)["instance_id"] == name) + "\n")
-        walls = [run_eval(one, work / f"eval-{n}", n, model, base, config, work / "data") for n in (1, args.attempts)]
+        walls = [
+            run_eval(one, work / f"eval-{n}", n, model, base, config, work / "data", args.attempt_workers)
+            for n in (1, args.attempts)
+        ]
         print(f"{name}: done in {walls[0]:.0f} s (1 attempt) and {walls[1]:.0f} s ({args.attempts})", flush=True)
         ran.append(name)
     return ran
@@ -168,7 +178,8 @@ def main() -> None:
     kind = "scripted attempts" if args.scripted else f"model {args.alias}"
     print(
         f"\n{kind}; tasks {', '.join(names)}; step limit {args.step_limit}, max_tokens {args.max_tokens}, "
-        f"wall time {args.wall_time} s per attempt, seed {args.seed}\n"
+        f"wall time {args.wall_time} s per attempt, seed {args.seed}, "
+        f"{args.attempt_workers or args.attempts} attempt(s) at a time\n"
     )
     print(table(arms))
 

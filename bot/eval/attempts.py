@@ -1,8 +1,10 @@
-"""`mini-fix eval --attempts N`: N attempts at one task in parallel, verified and chosen as the App does.
+"""`mini-fix eval --attempts N`: N attempts at one task, verified and chosen as the App does.
 
-Each attempt has its own sandbox, temperature (`agent.attempt_temperatures`), trajectory and run id. The App's own
-verification and choice pick one; that one is graded (`resolved`), and so is every other submitted attempt, so the
-report also says whether any attempt solved the task (`any_resolved`): how good the choice was.
+The attempts run up to `--attempt-workers K` at a time (default all N, in parallel; K=1 one after another, for a
+model server that answers one request at a time). Each attempt has its own sandbox, temperature
+(`agent.attempt_temperatures`), trajectory and run id. The App's own verification and choice pick one; that one is
+graded (`resolved`), and so is every other submitted attempt, so the report also says whether any attempt solved the
+task (`any_resolved`): how good the choice was.
 """
 
 from __future__ import annotations
@@ -57,7 +59,8 @@ def solve_attempts(task: EvalTask, ctx: EvalContext, attempts: int) -> dict[str,
             base_checkout(task.git, task.base_commit, checkout)
         except GitFailed as exc:
             return record | error_record(exc, started)
-        with ThreadPoolExecutor(max_workers=attempts, thread_name_prefix=f"attempt-{task.instance_id}") as pool:
+        workers = min(ctx.attempt_workers or attempts, attempts)
+        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix=f"attempt-{task.instance_id}") as pool:
             runs = list(pool.map(lambda k: _attempt(task, ctx, checkout, tmp, k, attempts), range(1, attempts + 1)))
         candidates = [c for c, _ in runs]
         began = time.monotonic()

@@ -12,7 +12,7 @@ from pathlib import Path
 from bot.settings import Settings
 
 USAGE = """mini-fix eval TASKS [--output DIR] [--workers K] [--model NAME] [--api-base URL] [--config YAML] [--image I]
-                     [--attempts N]
+                     [--attempts N] [--attempt-workers K]
        mini-fix eval compare A B [--json]
        mini-fix eval mine GIT_DIR [--output FILE] [--runner unittest|pytest] [--test-cmd CMD] [--list-cmd CMD] ..."""
 
@@ -32,6 +32,13 @@ def _run_parser() -> argparse.ArgumentParser:
         metavar="N",
         help="attempts per task, in parallel, each its own sandbox and temperature; the App's own tests choose "
         "one, which is graded (and every other submitted one, for `any_resolved`)",
+    )
+    p.add_argument(
+        "--attempt-workers",
+        type=_positive,
+        metavar="K",
+        help="a task's attempts run at once (default: all N); 1 runs them one after another, for a model server "
+        "that answers one request at a time",
     )
     return p
 
@@ -87,7 +94,15 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
     from bot.eval.command import EvalRequest, eval_context, run_eval
 
     request = EvalRequest(
-        args.tasks, args.output, args.workers, args.model, args.api_base, args.config, args.image, args.attempts
+        args.tasks,
+        args.output,
+        args.workers,
+        args.model,
+        args.api_base,
+        args.config,
+        args.image,
+        args.attempts,
+        args.attempt_workers,
     )
     return run_eval(request, eval_context(request, settings))
 

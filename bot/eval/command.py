@@ -33,6 +33,7 @@ class EvalRequest:
     config: Path | None = None
     image: str | None = None
     attempts: int | None = None
+    attempt_workers: int | None = None
 
 
 def load_agent_config(settings: Settings, config: Path | None) -> MiniFixAgentConfig:
@@ -66,7 +67,15 @@ def eval_context(request: EvalRequest, settings: Settings) -> EvalContext:
         return DockerSandbox.start(cfg, run_id, labels={"mini-fix.eval": "1"})
 
     return EvalContext(
-        settings, config, model_config, model, sandbox, request.output, threading.Event(), request.attempts
+        settings,
+        config,
+        model_config,
+        model,
+        sandbox,
+        request.output,
+        threading.Event(),
+        request.attempts,
+        request.attempt_workers,
     )
 
 
@@ -90,6 +99,8 @@ def run_eval(request: EvalRequest, ctx: EvalContext) -> int:
         print(f"mini-fix: {exc}", file=sys.stderr)
         return 2
     each = f", {ctx.attempts} attempt(s) each" if ctx.attempts else ""
+    if ctx.attempts and ctx.attempt_workers:
+        each += f" ({min(ctx.attempt_workers, ctx.attempts)} at a time)"
     print(
         f"eval: {len(tasks)} task(s){each}, model {name}, {request.workers} worker(s), output {request.output}",
         flush=True,

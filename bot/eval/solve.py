@@ -44,6 +44,7 @@ class EvalContext:
     output: Path
     cancel: threading.Event
     attempts: int | None = None  # `--attempts N`: N attempts per task, verified and chosen; None = one, as before
+    attempt_workers: int | None = None  # `--attempt-workers K`: a task's attempts run at once; None = all N
 
     def trajectory_path(self, task: EvalTask) -> Path:
         """Where a task's trajectory is written (SWE-bench's layout)."""
