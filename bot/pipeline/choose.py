@@ -1,8 +1,10 @@
 """Which attempt is published: a deterministic ranking over what the App itself verified, with a reason each.
 
 Only acceptable candidates (submitted a change, nothing refused) are ranked, by (a) the repository's `test`
-passing, (b) how many of all attempts' valid reproduction tests it passes (its own counts; a claimed test that
-passes on the base commit too is not valid and earns nothing), (c) fewer lines changed, (d) the lower attempt number.
+passing, then a change that touches more than its own test files ahead of one that only adds or edits tests (it
+may reproduce the issue, but it fixes nothing), (b) how many of all attempts' valid reproduction tests it passes
+(its own counts; a claimed test that passes on the base commit too is not valid and earns nothing), (c) fewer
+lines changed, (d) the lower attempt number.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ def valid_reproductions(candidates: list[Candidate]) -> int:
 
 
 def choose(candidates: list[Candidate]) -> Choice:
-    """Rank the acceptable candidates (tests pass, reproductions passed, fewer lines, lower index); reason each."""
+    """Rank the acceptable candidates (tests pass, code changed, reproductions passed, fewer lines, lower index)."""
     tested = any(c.test is not None for c in candidates if c.acceptable)
     ranking = sorted((c for c in candidates if c.acceptable), key=lambda c: _key(c, tested))
     chosen = ranking[0] if ranking else None
@@ -38,8 +40,14 @@ def choose(candidates: list[Candidate]) -> Choice:
     return Choice(chosen=chosen, ranking=ranking, reasons=reasons)
 
 
-def _key(c: Candidate, tested: bool) -> tuple[bool, int, int, int]:
-    return (tested and not _test_passed(c), -reproductions_passed(c), c.lines_changed, c.index)
+def only_tests(c: Candidate) -> bool:
+    """Its change touches nothing but its own test files (from the host's diff and `test_paths`)."""
+    files = c.reproduction.files if c.reproduction is not None else []
+    return c.change is not None and bool(files) and set(c.change.paths) <= set(files)
+
+
+def _key(c: Candidate, tested: bool) -> tuple[bool, bool, int, int, int]:
+    return (tested and not _test_passed(c), only_tests(c), -reproductions_passed(c), c.lines_changed, c.index)
 
 
 def _test_passed(c: Candidate) -> bool:
@@ -71,6 +79,8 @@ def _merits(c: Candidate, tested: bool, total: int) -> str:
         parts.append("the repository's tests pass" if _test_passed(c) else "the repository's tests fail on it")
     if total:
         parts.append(f"it passes {reproductions_passed(c)} of {total} valid reproduction tests")
+    if only_tests(c):
+        parts.append("but it changes only test files (no other attempt changed the code)")
     parts.append(f"{c.lines_changed} lines changed")
     return ", ".join(parts)
 
@@ -79,6 +89,8 @@ def _behind(c: Candidate, chosen: Candidate, tested: bool, total: int) -> str:
     if tested and _test_passed(c) != _test_passed(chosen):
         code = c.test.get("returncode") if c.test else None
         return f"the repository's tests fail on it (exit {code}), and pass on attempt {chosen.index}"
+    if only_tests(c) and not only_tests(chosen):
+        return f"it changes only test files, so it fixes nothing; attempt {chosen.index} changes the code"
     mine, theirs = reproductions_passed(c), reproductions_passed(chosen)
     if mine != theirs:
         return f"it passes {mine} of {total} valid reproduction tests, attempt {chosen.index} passes {theirs}"

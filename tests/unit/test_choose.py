@@ -68,6 +68,19 @@ def test_a_reproduction_that_passes_before_the_fix_earns_no_credit() -> None:
     assert "it passes 0 of 1 valid reproduction tests, attempt 1 passes 1" in choice.reasons[2]
 
 
+def test_a_change_to_tests_alone_ranks_behind_one_that_changes_the_code() -> None:
+    # Seen with the real 1.5B: an attempt that only added an empty test file passed the repository's tests.
+    tests_only = Candidate(index=1, run_id="run1", exit_status="Submitted", change=_diff(1, "tests/test_page.py"),
+                           test={"command": "make test", "returncode": 0, "passed": True},
+                           reproduction=Reproduction(files=["tests/test_page.py"], fails_before=False))  # fmt: skip
+    fix = _cand(2, 12)
+    choice = choose([tests_only, fix])
+    assert choice.chosen is fix
+    assert "changes only test files, so it fixes nothing; attempt 2 changes the code" in choice.reasons[1]
+    alone = choose([tests_only])
+    assert alone.chosen is tests_only and "changes only test files" in alone.reasons[1]
+
+
 def test_without_a_test_command_the_ranking_skips_it() -> None:
     choice = choose([_cand(1, 9, test=None), _cand(2, 3, test=None)])
     assert choice.chosen is not None and choice.chosen.index == 2
