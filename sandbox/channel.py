@@ -7,6 +7,7 @@ import contextlib
 import json
 import socket
 import struct
+import time
 import uuid
 from pathlib import Path
 from typing import Any
@@ -25,6 +26,7 @@ STARTUP_SECONDS = 10.0
 HEADER = struct.Struct(">BxxxL")  # Docker's multiplexed stream header: stream id, 3 pad bytes, payload size
 STDOUT, STDERR = 1, 2
 STDERR_KEPT = 4096
+WAKE_SECONDS = 0.5  # how often a blocked read looks whether the stream was closed
 CONTROL_REPLY_CAP = 64 << 10  # a greeting or a reap answer
 REPLY_OVERHEAD = 64 << 10  # JSON fields and an error message around the base64 output
 
@@ -46,6 +48,7 @@ class FramedStream:
         self._keepalive = keepalive  # the SDK's response object; the connection closes if it is collected
         self._frames = bytearray()
         self._stderr = bytearray()
+        self._closed = False
 
     @classmethod
     def start(cls, api: Any, exec_id: str) -> FramedStream:
@@ -61,18 +64,28 @@ class FramedStream:
             raise SandboxError(f"lost the connection to the sandbox: {exc}") from exc
 
     def read(self, timeout: float, cap: int) -> bytes | None:
-        """The next stdout bytes (b"" at end of stream), None when `timeout` passes; at most `cap` buffered."""
-        self._sock.settimeout(max(timeout, 0.001))
+        """The next stdout bytes (b"" at end of stream), None when `timeout` passes; at most `cap` buffered.
+
+        The socket is waited on in slices of WAKE_SECONDS: a close() from another thread is seen within one
+        slice even where it does not wake a blocked recv (seen under load: a stopped run's reader slept on until
+        its command's timeout)."""
+        deadline = time.monotonic() + max(timeout, 0.001)
         while True:
             out = self._take_stdout()
             if out:
                 return out
             if len(self._frames) > cap + HEADER.size:  # what is left is one frame still incomplete
                 raise SandboxError(f"the sandbox sent a frame over {cap} bytes")
+            if self._closed:
+                raise SandboxError("the connection to the sandbox was closed")
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return None
             try:
+                self._sock.settimeout(min(left, WAKE_SECONDS))
                 data = self._sock.recv(min(1 << 20, max(cap, HEADER.size)))
             except TimeoutError:
-                return None
+                continue
             except OSError as exc:
                 raise SandboxError(f"lost the connection to the sandbox: {exc}") from exc
             if not data:
@@ -85,6 +98,7 @@ class FramedStream:
 
     def close(self) -> None:
         """Close the connection; the process on the other end sees end of input."""
+        self._closed = True  # first: a reader in another thread stops at its next slice
         response = getattr(self._keepalive, "_response", None)
         with contextlib.suppress(OSError, ValueError):
             self._sock.shutdown(socket.SHUT_RDWR)  # wakes a reader blocked in another thread; close() does not

@@ -55,7 +55,8 @@ def github() -> FakeGitHub:
 
 def job_containers(job_id: str) -> list[str]:
     """The engine's containers (running or not) labelled with this job's id."""
-    found = docker.from_env().containers.list(all=True, filters={"label": f"mini-fix.job-id={job_id}"})
+    # sparse: the listing alone, no inspect per container (one removed in between would raise NotFound)
+    found = docker.from_env().containers.list(all=True, sparse=True, filters={"label": f"mini-fix.job-id={job_id}"})
     return [c.id for c in found]
 
 
