@@ -146,9 +146,14 @@ def _redact(value: Any, secrets: list[str]) -> Any:
 
 def load_trajectory(path: Path) -> dict[str, Any]:
     """Read a trajectory file; raises ValueError if it is not one."""
-    data = json.loads(path.read_text(encoding="utf-8"))
+    return parse_trajectory(path.read_text(encoding="utf-8"), str(path))
+
+
+def parse_trajectory(text: str, where: str = "trajectory") -> dict[str, Any]:
+    """A trajectory's JSON text as a dict; raises ValueError if it is not one."""
+    data = json.loads(text)
     if not isinstance(data, dict) or not isinstance(data.get("messages"), list):
-        raise ValueError(f"{path} is not a trajectory file (no messages list)")
+        raise ValueError(f"{where} is not a trajectory file (no messages list)")
     return data
 
 

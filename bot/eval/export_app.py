@@ -1,37 +1,41 @@
-"""The App's own runs for export: trajectories in the data directory, joined to their jobs and PR outcomes."""
+"""The App's own runs for export: trajectories from the deployment's store, joined to their jobs and PR outcomes.
+
+The store is the one the viewer reads (PostgreSQL on a scaled-out deployment, so an export on any host sees every
+worker's runs; the data directory's files on one host)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from pathlib import Path
 from typing import Any
 
 from bot.jobs import Job
 from bot.ledger.pr_outcomes import pull_of, retry_counts
-from bot.trajectory import load_trajectory
+from bot.trajectory import parse_trajectory
+from bot.trajectory_store import TrajectoryStore
 
 RUN_SCAN_LIMIT = 1_000_000
 Outcomes = Mapping[tuple[str, int], Mapping[str, Any]]
 
 
 def app_trajectories(
-    runs_dir: Path, jobs: list[Job], pr_outcomes: Outcomes
+    store: TrajectoryStore, jobs: list[Job], pr_outcomes: Outcomes
 ) -> Iterator[tuple[dict[str, Any], dict[str, Any]]]:
     """(trajectory, metadata) of each finished App run, with its job's status and its PR's outcome."""
     by_run = {job.run_id: job for job in jobs if job.run_id}
     by_id = {job.id: job for job in jobs}
     retries = retry_counts(jobs)
-    for path in sorted(runs_dir.glob("*/trajectory.json")):
+    for run_id in sorted(store.recent(RUN_SCAN_LIMIT)):
+        text = store.load(run_id)
         try:
-            trajectory = load_trajectory(path)
-        except ValueError:
+            trajectory = parse_trajectory(text or "", run_id)
+        except ValueError:  # gone since it was listed, or not a trajectory
             continue
         if not trajectory.get("mini_fix", {}).get("finished_at"):
             continue  # still running (or its worker died mid-run): not a finished example
         mini_fix = trajectory.get("mini_fix", {})
         test = mini_fix.get("test") or {}
         meta = {"source": "app", "tests_passed": test.get("passed") if test else None, "tests": test}
-        if (job := by_run.get(path.parent.name)) is not None:  # the job's published run (its chosen attempt)
+        if (job := by_run.get(run_id)) is not None:  # the job's published run (its chosen attempt)
             yield trajectory, meta | _job_meta(job, pr_outcomes, retries)
         elif (job := by_id.get(str(mini_fix.get("job_id")))) is not None:  # an attempt the App did not choose
             yield trajectory, meta | _job_meta(job, pr_outcomes, retries) | {"outcome": "not_chosen"}

@@ -1,4 +1,4 @@
-"""Wiring of `mini-fix export`: the ledger, the data directory's runs, eval directories, the output file."""
+"""Wiring of `mini-fix export`: the ledger, the deployment's trajectory store, eval directories, the output file."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from typing import Any, TextIO
 from bot.eval.export import OUTCOMES, ExportFilter, eval_trajectories, write_export
 from bot.eval.export_app import RUN_SCAN_LIMIT, app_trajectories
 from bot.settings import Settings
+from bot.trajectory_store import open_trajectories
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -48,7 +49,7 @@ def _app_runs(settings: Settings) -> Iterator[tuple[dict[str, Any], dict[str, An
         outcomes = ledger.pr_outcomes()
     finally:
         ledger.close()
-    yield from app_trajectories(settings.data_dir / "runs", jobs, outcomes)
+    yield from app_trajectories(open_trajectories(settings), jobs, outcomes)
 
 
 def _report(written: int, redactions: int, out: TextIO = sys.stderr) -> int:

@@ -19,6 +19,7 @@ from bot.ledger import open_ledger
 from bot.ledger.contract import Ledger
 from bot.queue.dispatch import JobQueue, build_queue
 from bot.settings import Settings
+from bot.trajectory_store import open_trajectories
 from bot.web.pr_metrics import ClosedPrSource
 from bot.web.viewer import register_viewer
 from bot.webhooks.receive import WebhookReceiver
@@ -83,9 +84,10 @@ def create_app(
         app.add_route(path, receiver.handle, methods=["POST"], include_in_schema=False)
     app.add_api_route("/healthz", _healthz(ledger, embedded_worker), methods=["GET"])
     app.add_api_route("/metrics", _metrics(metrics.fleet_registry(ledger.fleet)), methods=["GET"])
-    register_viewer(app, settings, ledger)
+    trajectories = open_trajectories(settings)  # PostgreSQL when scaled out: every worker's runs, from any replica
+    register_viewer(app, settings, ledger, trajectories)
     metrics.watch_queue(queue.depth)
-    metrics.watch_pr_outcomes(ClosedPrSource(ledger, settings.data_dir / "runs"))
+    metrics.watch_pr_outcomes(ClosedPrSource(ledger, trajectories))
     return app
 
 

@@ -6,10 +6,10 @@ import json
 import threading
 import time
 from collections.abc import Iterator
-from pathlib import Path
 
 from bot.ledger.contract import Ledger
 from bot.ledger.pr_outcomes import pull_of
+from bot.trajectory_store import TrajectoryStore
 
 JOB_SCAN = 5000  # newest jobs searched for the run behind each PR
 JOBS_TTL = 60.0  # seconds the PR -> run map is reused between scrapes
@@ -18,8 +18,8 @@ JOBS_TTL = 60.0  # seconds the PR -> run map is reused between scrapes
 class ClosedPrSource:
     """Callable for metrics.watch_pr_outcomes: (repo, model, merged, after a human push) per closed PR."""
 
-    def __init__(self, ledger: Ledger, runs_dir: Path) -> None:
-        self.ledger, self.runs_dir = ledger, runs_dir
+    def __init__(self, ledger: Ledger, store: TrajectoryStore) -> None:
+        self.ledger, self.store = ledger, store
         self._models: dict[str, str] = {}
         self._runs: dict[tuple[str, int], str] = {}
         self._read_at = float("-inf")
@@ -46,15 +46,25 @@ class ClosedPrSource:
     def _model(self, run_id: str) -> str:
         if not run_id:
             return "unknown"
-        if run_id not in self._models:
-            self._models[run_id] = _trajectory_model(self.runs_dir / run_id / "trajectory.json")
-        return self._models[run_id]
+        return self._models.get(run_id) or self._read_model(run_id)
+
+    def _read_model(self, run_id: str) -> str:
+        try:
+            text = self.store.load(run_id)
+        except Exception:  # the database is down: this scrape says unknown, the next one asks again
+            return "unknown"
+        model = _trajectory_model(text)
+        if text is not None:
+            self._models[run_id] = model
+        return model
 
 
-def _trajectory_model(path: Path) -> str:
+def _trajectory_model(text: str | None) -> str:
+    if text is None:
+        return "unknown"
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(text)
         model = data.get("mini_fix", {}).get("model") or data["info"]["config"]["model"]["model_name"]
         return str(model or "unknown")
-    except (OSError, ValueError, KeyError, TypeError):
+    except (ValueError, KeyError, TypeError, AttributeError):
         return "unknown"

@@ -161,6 +161,6 @@ def _task(messages: list[Any]) -> str:
     return str(first.get("content") or "") if first else ""
 
 
-def register_viewer(app: FastAPI, settings: Settings, ledger: Ledger) -> None:
+def register_viewer(app: FastAPI, settings: Settings, ledger: Ledger, store: TrajectoryStore | None = None) -> None:
     """Serve the viewer's routes on `app`."""
-    Viewer(settings, ledger).register(app)
+    Viewer(settings, ledger, store).register(app)

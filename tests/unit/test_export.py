@@ -15,6 +15,7 @@ from bot.eval.export_command import run_export
 from bot.jobs import Job, JobKind, JobStatus
 from bot.settings import Settings
 from bot.trajectory import RunStats, TrajectoryWriter, annotate_trajectory
+from bot.trajectory_store import LocalTrajectories
 
 TOKEN = "ghs_" + "A1b2" * 9
 SECRET = "operator-webhook-secret-value"
@@ -87,7 +88,8 @@ def test_app_runs_carry_their_job_and_honour_the_repository_opt_out(tmp_path: Pa
     job = Job("j1", JobKind.FIX, 1, "o/a", 7, "ada", "d1", JobStatus.SUCCEEDED,
               pr_url="https://github.com/o/a/pull/9", run_id="r1")  # fmt: skip
     merged = {"state": "merged", "merged": True, "human_pushes": 0, "reviews": {}}
-    lines = _export(app_trajectories(runs, [job], {("o/a", 9): merged}), ExportFilter(outcome="merged"))
+    exported = app_trajectories(LocalTrajectories(runs), [job], {("o/a", 9): merged})
+    lines = _export(exported, ExportFilter(outcome="merged"))
     assert len(lines) == 1
     meta = lines[0]["metadata"]
     assert meta["outcome"] == "merged" and meta["pr"] == merged
@@ -104,7 +106,7 @@ def test_an_attempt_the_app_did_not_choose_carries_its_job_but_not_the_merge(tmp
     job = Job("j1", JobKind.FIX, 1, "o/a", 7, "ada", "d1", JobStatus.SUCCEEDED,
               pr_url="https://github.com/o/a/pull/9", run_id="r1-2")  # fmt: skip
     merged = {"state": "merged", "merged": True, "human_pushes": 0, "reviews": {}}
-    lines = _export(app_trajectories(runs, [job], {("o/a", 9): merged}), ExportFilter())
+    lines = _export(app_trajectories(LocalTrajectories(runs), [job], {("o/a", 9): merged}), ExportFilter())
     by_run = {line["metadata"]["run_id"]: line["metadata"] for line in lines}
     assert by_run["r1-2"]["outcome"] == "merged"
     assert by_run["r1-1"]["outcome"] == "not_chosen" and by_run["r1-1"]["pr_url"] == job.pr_url
