@@ -82,6 +82,8 @@ class JobRequest:
     guidance: str = ""
     comment_id: int | None = None
     extra: dict[str, object] = field(default_factory=dict)
+    # sha256 of the signed body (hex), "" when no webhook asked: one body records at most one job, on any replica
+    body_digest: str = ""
 
 
 class CancelSignal(threading.Event):

@@ -18,6 +18,7 @@ class SubmitResult:
     created: bool
     superseded: list[Job] = field(default_factory=list)
     cancelled: list[Job] = field(default_factory=list)
+    replayed: bool = False  # the same signed body already recorded `job` under another delivery id
 
 
 class Ledger(Protocol):

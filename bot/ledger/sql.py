@@ -15,6 +15,9 @@ COLUMNS = (
     "id, kind, installation_id, repo, issue, requester, delivery_id, status, guidance, comment_id, attempts, "
     "lease_expires_at, worker_id, pr_url, run_id, error, created_at, updated_at, extra"
 )
+INSERT_COLUMNS = f"{COLUMNS}, body_sha256"  # the body's digest is written, never read back into a Job
+BODY_COLUMN = "body_sha256 TEXT"  # added to ledgers created before it (NULL: a job no webhook body asked for)
+BODY_INDEX = "CREATE UNIQUE INDEX IF NOT EXISTS jobs_one_body ON jobs (body_sha256)"  # NULLs never clash
 ACTIVE = "status IN ('queued', 'running')"
 RUNS = "kind IN ('fix', 'retry')"  # control jobs (help, stop) never count as an issue's active job
 RENEW = "UPDATE jobs SET lease_expires_at = ? WHERE id = ? AND worker_id = ? AND status = 'running'"

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 import time
@@ -62,16 +61,17 @@ def _encodable(value: Any) -> bool:
 class ReplayWindow:
     """Bodies seen lately, by digest: the same signed body under another delivery id is a replay, not an event.
 
-    In memory (no database round trip per delivery); a redelivery keeps its id and is left to the ledger's key."""
+    In memory, per process (no database round trip per delivery); a redelivery keeps its id and is left to the
+    ledger's key. Across API replicas the ledger refuses a second job for one body (its `body_sha256` index)."""
 
     def __init__(self, seconds: float, max_entries: int = 50_000) -> None:
         self.seconds, self.max_entries = seconds, max_entries
         self._seen: OrderedDict[bytes, tuple[str, float]] = OrderedDict()
 
-    def replayed(self, body: bytes, delivery: str, now: float | None = None) -> bool:
-        """Whether `body` came within the window under a different delivery id; records it otherwise."""
+    def replayed(self, digest: bytes, delivery: str, now: float | None = None) -> bool:
+        """Whether the body of this sha256 came within the window under a different delivery id; records it
+        otherwise."""
         now = time.monotonic() if now is None else now
-        digest = hashlib.sha256(body).digest()
         self._expire(now)
         seen = self._seen.get(digest)
         if seen is not None:

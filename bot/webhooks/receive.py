@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import time
+from dataclasses import replace
 from typing import Any, Protocol, runtime_checkable
 
 import orjson
@@ -31,6 +33,7 @@ log = structlog.get_logger(__name__)
 
 
 RETRY_AFTER_SECONDS = "10"
+REPLAYED: dict[str, Any] = {"action": "ignored", "reason": "the same body came lately under another delivery id"}
 
 
 class Rejected(Exception):
@@ -123,9 +126,10 @@ class WebhookReceiver:
         if not (event.isascii() and delivery.isascii() and len(delivery) <= MAX_DELIVERY_ID):
             raise Rejected(400, "malformed X-GitHub-Event or X-GitHub-Delivery header")
         payload = _parse(raw)
-        if self._replays.replayed(raw, delivery):
+        digest = hashlib.sha256(raw).digest()
+        if self._replays.replayed(digest, delivery):
             dlog.warning("replayed body ignored")
-            return 200, {"action": "ignored", "reason": "the same body came lately under another delivery id"}
+            return 200, REPLAYED
         if event == "ping":
             dlog.info("ping", zen=payload.get("zen"))
             return 200, {"action": "pong"}
@@ -142,16 +146,23 @@ class WebhookReceiver:
         dlog = dlog.bind(**decision.log_fields())
         try:
             decision = guard(decision, settings, self._reads)
+            if decision.job is not None:
+                decision = replace(decision, job=replace(decision.job, body_digest=digest.hex()))
             answer = await self._apply(decision)
         except Exception as exc:
             dlog.exception("could not record the delivery")
             raise Rejected(503, "could not record the job; redeliver it from the App's settings") from exc
+        if answer is REPLAYED:  # another replica recorded this body's job under another delivery id
+            dlog.warning("replayed body ignored", recorded_by="ledger")
+            return 200, REPLAYED
         dlog.info("delivery accepted", reason=decision.reason, **answer)
         return 202, {"action": decision.action, "reason": decision.reason, **answer}
 
     async def _apply(self, decision: Decision) -> dict[str, Any]:
         if decision.job is not None:
             result = await self._submit(decision.job)
+            if result.replayed:
+                return REPLAYED
             if result.created:
                 self._queue.dispatch(result.job.id)
             return {

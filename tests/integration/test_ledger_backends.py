@@ -267,3 +267,56 @@ def test_pr_outcomes_accumulate_per_pull_request(ledger: Any) -> None:
         "reviews": {"approved": 1, "changes_requested": 0, "commented": 0},
     }
     assert outcomes[("octo/widgets", 10)]["state"] == "closed"
+
+
+def test_one_signed_body_records_one_job_on_any_replica(ledger: Any, settings: Settings) -> None:
+    replicas = [open_ledger(settings) for _ in range(3)]  # API replicas sharing the database
+    barrier = threading.Barrier(4)
+    results: list[Any] = []
+
+    def send(led: Any, delivery: str) -> None:
+        barrier.wait()
+        results.append(led.submit(request(delivery=delivery, body_digest="ab" * 32)))
+
+    run_in_threads(send, [(led, f"d-{n}") for n, led in enumerate([ledger, *replicas])])
+    for led in replicas:
+        led.close()
+    assert sum(r.created for r in results) == 1 and sum(r.replayed for r in results) == 3
+    assert {r.job.id for r in results} == {j.id for j in ledger.list()}
+    redelivery = ledger.submit(request(delivery=next(r.job.delivery_id for r in results if r.created)))
+    assert redelivery.created is False and redelivery.replayed is False  # GitHub's redelivery is not a replay
+    other = ledger.submit(request(issue=2, delivery="d-other"))  # requests no webhook body asked for: no digest
+    assert other.created and ledger.submit(request(issue=3, delivery="d-third")).created
+
+
+OLD_JOBS = """CREATE TABLE jobs (
+    id TEXT PRIMARY KEY, kind TEXT NOT NULL, installation_id BIGINT NOT NULL, repo TEXT NOT NULL,
+    issue INTEGER NOT NULL, requester TEXT NOT NULL, delivery_id TEXT NOT NULL UNIQUE, status TEXT NOT NULL,
+    guidance TEXT NOT NULL DEFAULT '', comment_id BIGINT, attempts INTEGER NOT NULL DEFAULT 0,
+    lease_expires_at DOUBLE PRECISION, worker_id TEXT, pr_url TEXT, run_id TEXT, error TEXT,
+    created_at DOUBLE PRECISION NOT NULL, updated_at DOUBLE PRECISION NOT NULL,
+    extra TEXT NOT NULL DEFAULT '{}'{seq})"""
+
+
+def test_a_ledger_from_before_the_body_digest_is_migrated(settings: Settings) -> None:
+    url = settings.database_url or ""
+    old_row = ("old1", "fix", 77, "octo/widgets", 9, "alice", "d-old", "succeeded", 1.0, 1.0)
+    insert = "INSERT INTO jobs (id, kind, installation_id, repo, issue, requester, delivery_id, status, created_at, "
+    insert += "updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    if url.startswith("sqlite"):
+        with sqlite3.connect(url.removeprefix("sqlite:///")) as conn:
+            conn.execute(OLD_JOBS.replace("{seq}", ""))
+            conn.execute(insert, old_row)
+    else:
+        import psycopg
+
+        with psycopg.connect(url) as conn:
+            conn.execute(OLD_JOBS.replace("{seq}", ", seq BIGSERIAL"))
+            conn.execute(insert.replace("?", "%s"), old_row)
+    led = open_ledger(settings)
+    try:
+        assert led.get("old1") is not None
+        assert led.submit(request(delivery="d-1", body_digest="cd" * 32)).created
+        assert led.submit(request(delivery="d-2", body_digest="cd" * 32)).replayed
+    finally:
+        led.close()

@@ -9,6 +9,9 @@ import pytest
 from fastapi.testclient import TestClient
 
 from bot.ledger.sqlite.ledger import SqliteLedger
+from bot.queue.dispatch import JobQueue
+from bot.settings import Settings
+from bot.web.app import create_app
 from tests.security.webhook_client import _deliver, _sign, client, job_queue, ledger, settings
 from tests.support.webhooks import labeled
 
@@ -85,6 +88,23 @@ def test_a_captured_body_resent_under_a_new_delivery_id_makes_no_new_job(
         headers={"X-GitHub-Event": "issues", "X-GitHub-Delivery": "d-a", "X-Hub-Signature-256": _sign(body)},
     ).json()
     assert again["job_id"] == first["job_id"] and again["created"] is False  # GitHub's redelivery: same job
+
+
+def test_a_captured_body_resent_to_another_replica_makes_no_new_job(
+    client: TestClient, ledger: SqliteLedger, settings: Settings, job_queue: JobQueue
+) -> None:
+    body = json.dumps(labeled("acme/widgets", 10, sender="alice")).encode()
+    headers = {"X-GitHub-Event": "issues", "X-Hub-Signature-256": _sign(body)}
+    first = client.post("/webhook", content=body, headers={**headers, "X-GitHub-Delivery": "d-a"}).json()
+    other_ledger = SqliteLedger(settings.data_dir / "mini-fix.db")  # a second API replica: its own process state
+    try:
+        with TestClient(create_app(settings, ledger=other_ledger, queue=job_queue)) as other:
+            reply = other.post("/webhook", content=body, headers={**headers, "X-GitHub-Delivery": "d-b"})
+    finally:
+        other_ledger.close()
+    assert first["created"] is True
+    assert reply.status_code == 200 and reply.json()["action"] == "ignored" and "job_id" not in reply.json()
+    assert [j.id for j in ledger.list()] == [first["job_id"]] and job_queue.pending_ids() == {first["job_id"]}
 
 
 def test_a_new_event_on_the_same_issue_still_supersedes(client: TestClient) -> None:

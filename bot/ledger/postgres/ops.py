@@ -10,8 +10,19 @@ from typing import Any
 import psycopg
 
 from bot.jobs import Job, JobRequest, JobStatus
+from bot.ledger import sql
 from bot.ledger.contract import SubmitResult
-from bot.ledger.sql import ACTIVE, COLUMNS, Dialect, Stopped, on_issue, row_to_job, select_jobs, supersede
+from bot.ledger.sql import (
+    ACTIVE,
+    COLUMNS,
+    INSERT_COLUMNS,
+    Dialect,
+    Stopped,
+    on_issue,
+    row_to_job,
+    select_jobs,
+    supersede,
+)
 
 SCHEMA_LOCK = 0x6D696E6966  # pg_advisory_xact_lock key: processes starting together create the schema once
 SCHEMA = (
@@ -25,15 +36,18 @@ SCHEMA = (
     "CREATE UNIQUE INDEX IF NOT EXISTS jobs_one_active_run ON jobs (repo, issue) "
     "WHERE status IN ('queued', 'running') AND kind IN ('fix', 'retry')",
     "CREATE INDEX IF NOT EXISTS jobs_status ON jobs (status, lease_expires_at)",
+    f"ALTER TABLE jobs ADD COLUMN IF NOT EXISTS {sql.BODY_COLUMN}",
+    sql.BODY_INDEX,
     """CREATE TABLE IF NOT EXISTS installations (
     id BIGINT PRIMARY KEY, account TEXT NOT NULL, suspended INTEGER NOT NULL DEFAULT 0,
     repositories TEXT NOT NULL DEFAULT '[]', updated_at DOUBLE PRECISION NOT NULL)""",
 )
 RETURNING = ", ".join(f"jobs.{c.strip()}" for c in COLUMNS.split(","))
+# No conflict target: another replica's row for the same delivery or the same body inserts nothing (no error).
 INSERT = (
-    f"INSERT INTO jobs ({COLUMNS}) VALUES "
-    "(%s, %s, %s, %s, %s, %s, %s, 'queued', %s, %s, 0, NULL, NULL, NULL, NULL, NULL, %s, %s, %s) "
-    f"ON CONFLICT (delivery_id) DO NOTHING RETURNING {RETURNING}"
+    f"INSERT INTO jobs ({INSERT_COLUMNS}) VALUES "
+    "(%s, %s, %s, %s, %s, %s, %s, 'queued', %s, %s, 0, NULL, NULL, NULL, NULL, NULL, %s, %s, %s, %s) "
+    f"ON CONFLICT DO NOTHING RETURNING {RETURNING}"
 )
 CLAIM = (
     "UPDATE jobs SET status = 'running', worker_id = %s, lease_expires_at = %s, attempts = attempts + 1, "
@@ -77,10 +91,9 @@ POSTGRES = Dialect(param="%s", lock=" FOR UPDATE", tiebreak="seq", stop_active=s
 
 
 def submit(conn: Conn, req: JobRequest) -> SubmitResult:
-    """Record a job (or find it, for a redelivery), superseding the issue's active run."""
-    existing = select_jobs(POSTGRES, conn, "delivery_id = ?", (req.delivery_id,))
-    if existing:
-        return SubmitResult(existing[0], created=False)
+    """Record a job (or find it, for a redelivery or a replayed body), superseding the issue's active run."""
+    if (found := recorded(conn, req)) is not None:
+        return found
     req = on_issue(POSTGRES, conn, req)
     superseded, cancelled = supersede(POSTGRES, conn, req)
     now = time.time()
@@ -88,8 +101,19 @@ def submit(conn: Conn, req: JobRequest) -> SubmitResult:
         conn,
         INSERT,
         (uuid.uuid4().hex[:16], req.kind.value, req.installation_id, req.repo, req.issue, req.requester,
-         req.delivery_id, req.guidance, req.comment_id, now, now, json.dumps(req.extra)),
+         req.delivery_id, req.guidance, req.comment_id, now, now, json.dumps(req.extra), req.body_digest or None),
     )  # fmt: skip
-    if job is None:  # the same delivery, committed a moment ago by another API replica
-        return SubmitResult(select_jobs(POSTGRES, conn, "delivery_id = ?", (req.delivery_id,))[0], created=False)
+    if job is None:  # the same delivery or body, committed a moment ago by another API replica
+        if (found := recorded(conn, req)) is not None:
+            return found
+        raise psycopg.errors.UniqueViolation(f"job for delivery {req.delivery_id} clashes with another row")
     return SubmitResult(job, created=True, superseded=superseded, cancelled=cancelled)
+
+
+def recorded(conn: Conn, req: JobRequest) -> SubmitResult | None:
+    """The job already recorded for this delivery (a redelivery) or for this body (a replay), if any."""
+    if existing := select_jobs(POSTGRES, conn, "delivery_id = ?", (req.delivery_id,)):
+        return SubmitResult(existing[0], created=False)
+    if req.body_digest and (same := select_jobs(POSTGRES, conn, "body_sha256 = ?", (req.body_digest,))):
+        return SubmitResult(same[0], created=False, replayed=True)
+    return None

@@ -28,6 +28,7 @@ class SqliteLedger(SqlLedger[sqlite3.Connection]):
         self.path = Path(path)
         with self._connect() as conn:
             conn.executescript(ledger_sqlite_ops.SCHEMA)
+            ledger_sqlite_ops.migrate(conn)
             conn.executescript(ledger_sqlite_installs.SCHEMA)
             conn.execute(pr_outcomes.SCHEMA)
         super().__init__(GroupCommitWriter(self._connect))

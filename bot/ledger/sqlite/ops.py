@@ -10,8 +10,9 @@ from dataclasses import replace
 from typing import Any
 
 from bot.jobs import Job, JobRequest, JobStatus
+from bot.ledger import sql
 from bot.ledger.contract import SubmitResult
-from bot.ledger.sql import ACTIVE, COLUMNS, Dialect, Stopped, on_issue, select_jobs, supersede, when
+from bot.ledger.sql import ACTIVE, INSERT_COLUMNS, Dialect, Stopped, on_issue, select_jobs, supersede, when
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS jobs (
@@ -19,7 +20,7 @@ CREATE TABLE IF NOT EXISTS jobs (
     issue INTEGER NOT NULL, requester TEXT NOT NULL, delivery_id TEXT NOT NULL UNIQUE, status TEXT NOT NULL,
     guidance TEXT NOT NULL DEFAULT '', comment_id BIGINT, attempts INTEGER NOT NULL DEFAULT 0,
     lease_expires_at REAL, worker_id TEXT, pr_url TEXT, run_id TEXT, error TEXT,
-    created_at REAL NOT NULL, updated_at REAL NOT NULL, extra TEXT NOT NULL DEFAULT '{}'
+    created_at REAL NOT NULL, updated_at REAL NOT NULL, extra TEXT NOT NULL DEFAULT '{}', body_sha256 TEXT
 );
 DROP INDEX IF EXISTS jobs_one_active;
 CREATE UNIQUE INDEX IF NOT EXISTS jobs_one_active_run ON jobs (repo, issue)
@@ -30,16 +31,24 @@ CREATE TABLE IF NOT EXISTS installations (
     repositories TEXT NOT NULL DEFAULT '[]', updated_at REAL NOT NULL
 );
 """
-# No conflict target: a clash on the delivery id, the one-active-run index or the id inserts nothing.
+# No conflict target: a clash on the delivery id, the body, the one-active-run index or the id inserts nothing.
 INSERT = (
-    f"INSERT INTO jobs ({COLUMNS}) VALUES "
-    "(?, ?, ?, ?, ?, ?, ?, 'queued', ?, ?, 0, NULL, NULL, NULL, NULL, NULL, ?, ?, ?) ON CONFLICT DO NOTHING"
+    f"INSERT INTO jobs ({INSERT_COLUMNS}) VALUES "
+    "(?, ?, ?, ?, ?, ?, ?, 'queued', ?, ?, 0, NULL, NULL, NULL, NULL, NULL, ?, ?, ?, ?) ON CONFLICT DO NOTHING"
 )
 CLAIM = (
     "UPDATE jobs SET status = 'running', worker_id = ?, lease_expires_at = ?, attempts = attempts + 1, "
     "updated_at = ? WHERE id = ? AND (status = 'queued' OR (status = 'running' AND lease_expires_at < ?))"
 )
 Conn = sqlite3.Connection
+
+
+def migrate(conn: Conn) -> None:
+    """Bring a ledger file created by an earlier version up to SCHEMA (the body digest column and its index)."""
+    columns = {row[1] for row in conn.execute("PRAGMA table_info(jobs)")}
+    if "body_sha256" not in columns:
+        conn.execute(f"ALTER TABLE jobs ADD COLUMN {sql.BODY_COLUMN}")
+    conn.execute(sql.BODY_INDEX)
 
 
 def stop_active(conn: Conn, where: str, params: tuple[Any, ...], reason: str, queued_to: JobStatus) -> Stopped:
@@ -77,6 +86,8 @@ def submit_long(conn: Conn, req: JobRequest) -> SubmitResult:
     existing = select_jobs(SQLITE, conn, "delivery_id = ?", (req.delivery_id,))
     if existing:
         return SubmitResult(existing[0], created=False)
+    if req.body_digest and (same := select_jobs(SQLITE, conn, "body_sha256 = ?", (req.body_digest,))):
+        return SubmitResult(same[0], created=False, replayed=True)
     req = on_issue(SQLITE, conn, req)
     superseded, cancelled = supersede(SQLITE, conn, req)
     job = insert(conn, req)
@@ -92,7 +103,7 @@ def insert(conn: Conn, req: JobRequest) -> Job | None:
     inserted = conn.execute(
         INSERT,
         (job_id, req.kind.value, req.installation_id, req.repo, req.issue, req.requester, req.delivery_id,
-         req.guidance, req.comment_id, now, now, json.dumps(req.extra)),
+         req.guidance, req.comment_id, now, now, json.dumps(req.extra), req.body_digest or None),
     ).rowcount  # fmt: skip
     if not inserted:
         return None
