@@ -256,6 +256,7 @@ def judge(
         run_id=state.run["run_id"],
         workdir=scratch,
         cancel=state.cancel,
+        slots=deps.sandbox_slots,
     )
     _check_cancel(state.cancel)
     choice = choose(candidates)

@@ -79,6 +79,7 @@ class Attempts(World):
         self.slots: SandboxSlots | None = None
         self.saved: dict[str, str] = {}  # the shared trajectory store: run id -> its last saved text
         self.open_now = self.most_open = 0
+        self.count_verify = False  # count verify's sandboxes too in open_now/most_open
         self._lock = threading.Lock()
 
     def model_for(self, config: ModelConfig) -> ScriptedModel:
@@ -89,7 +90,7 @@ class Attempts(World):
         return model
 
     def sandbox(self, config: SandboxConfig, run_id: str) -> Sandbox:
-        agents = "-verify-" not in run_id  # verify's sandboxes are named `<run id>-verify-...`
+        agents = self.count_verify or "-verify-" not in run_id  # verify's are named `<run id>-verify-...`
         box = CountedSandbox(self, counted=agents)
         with self._lock:
             self.sandboxes.append(box)
@@ -270,11 +271,12 @@ def test_retry_reruns_every_attempt_and_updates_the_pr(calc: FakeGitHub, tmp_pat
 
 
 def test_jobs_sharing_a_worker_take_turns_for_its_sandboxes(github: FakeGitHub, tmp_path: Path) -> None:
-    commit_files(github, REPO, {CONFIG: "attempts: 2\n"})
+    commit_files(github, REPO, {CONFIG: "attempts: 2\ntest: exit 0\n"})  # a test: verify starts sandboxes too
     other = github.add_issue(REPO, "add() is slow", "it sleeps", author="alice")
     fix = [bash("sed -i 's/a - b/a + b/' calc.py"), bash(SUBMIT)]
     world = Attempts(github, tmp_path, {0.0: fix * 2, 0.7: fix * 2})
-    world.slots = SandboxSlots(1)  # one sandbox at a time for the whole worker; verify's are not counted
+    world.slots = SandboxSlots(1)  # one sandbox at a time for the whole worker, verify's included
+    world.count_verify = True
     world.model_for = _shared_scripts(world)  # type: ignore[method-assign]
     results: dict[int, Any] = {}
     jobs = [
@@ -286,8 +288,8 @@ def test_jobs_sharing_a_worker_take_turns_for_its_sandboxes(github: FakeGitHub, 
     for job in jobs:
         job.join(120)
     assert [results[n].status for n in (world.issue, other)] == [JobStatus.SUCCEEDED] * 2
-    agent_boxes = [box for box in world.sandboxes if box.counted]
-    assert len(agent_boxes) == 4 and world.most_open == 1 and all(box.closed for box in world.sandboxes)
+    assert len(world.sandboxes) == 8  # 2 jobs x 2 attempts, each verified once
+    assert world.most_open == 1 and all(box.closed for box in world.sandboxes)
 
 
 def _shared_scripts(world: Attempts) -> Any:
