@@ -30,7 +30,7 @@ from bot.pipeline.admit import (
 )
 from bot.pipeline.capacity import JobBudget, SandboxSlots
 from bot.pipeline.ceilings import attempts_for, clamp
-from bot.pipeline.choose import attempts_table, choose, evidence
+from bot.pipeline.choose import attempts_table, choose, dropped_notes, dropped_text, evidence
 from bot.pipeline.control import StopRuns, run_control
 from bot.pipeline.execute import RunFailed
 from bot.pipeline.feedback import review_feedback
@@ -173,6 +173,8 @@ def _work(state: RunState, deps: PipelineDeps) -> None:
         "test": state.test,
         "attempts_table": state.table,
         "evidence": evidence(chosen.candidate),
+        "dropped": dropped_text(chosen.candidate),
+        "dropped_notes": dropped_notes(chosen.candidate),
     }
     state.published = open_or_update_pr(gh, issue=issue, base=repo.default_branch, body_vars=body_vars)
     messages = redact(chosen.result.messages, secrets)

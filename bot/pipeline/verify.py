@@ -3,6 +3,7 @@
 For each acceptable candidate: its reproduction test (its new or changed test files) must fail on the base commit
 and pass with its whole change; the repository's `test` command runs on its change; and every other attempt's valid
 reproduction runs on its tree (cross-validation). Verdicts are the engine's exit codes, never the sandbox's output.
+On the worker alone, from the same trees: which existing tests its change drops (`dropped.py`).
 
 Sandboxes per candidate: one for the base commit + its test files only (nothing else has run there, so no state
 left by another run can change the verdict); one for its whole change (its reproduction first, then `test`); and,
@@ -34,7 +35,7 @@ from typing import Any
 
 import structlog
 
-from bot.pipeline import reproduce, trees
+from bot.pipeline import dropped, reproduce, trees
 from bot.pipeline.candidates import Candidate, Reproduction
 from bot.pipeline.capacity import SandboxSlots
 from bot.pipeline.execute import OUTPUT_TAIL, RunFailed, closed_on_cancel, run_test
@@ -126,6 +127,10 @@ class _Bench:
             c.test = self._not_run(why)
             return None
         files = reproduce.test_files(c.change.paths, self.repo.test_paths, lambda p: trees.present(after, p))
+        try:
+            c.dropped = dropped.dropped_tests(self.checkout, after, c.change.paths, self.repo.test_paths)
+        except (GitError, OSError):
+            log.warning("dropped_tests_not_checked", attempt=c.index, exc_info=True)
         return _Built(c, after, files, reproduce.runnable(self.repo, files))
 
     def own(self, b: _Built) -> None:

@@ -66,6 +66,9 @@ VIEWER: dict[str, Any] = {"public_url": "https://fix.example.com", "webhook_secr
 BREAKS = [bash("sed -i 's/a - b/a * b/' calc.py"), bash(SUBMIT)]  # add(2, 0) is 0 now: the repo's test fails
 LARGE = [write("calc.py", BIG_FIX), write("tests/test_claim.py", CLAIM_TEST), bash(SUBMIT)]
 SMALL = [bash("sed -i 's/a - b/a + b/' calc.py"), write("tests/test_add.py", ADD_TEST), bash(SUBMIT)]
+# A valid reproduction and a smaller change than SMALL's, but written over tests/test_base.py: Base.test_zero is gone.
+DROPS = [bash("sed -i 's/a - b/a + b/' calc.py"), write("tests/test_base.py", ADD_TEST), bash(SUBMIT)]
+ZERO = "tests/test_base.py::Base::test_zero"
 
 
 class Attempts(World):
@@ -198,6 +201,33 @@ def test_the_app_chooses_the_attempt_its_own_tests_favour(calc: FakeGitHub, tmp_
     assert "mini-fix trajectory" in world.pr_comments()[0]
     assert all(box.closed for box in world.sandboxes) and list(world.workdir.iterdir()) == []
     assert len({id(box) for box in world.sandboxes[:3]}) == 3
+
+
+def test_an_attempt_that_drops_existing_tests_loses_to_one_that_keeps_them(calc: FakeGitHub, tmp_path: Path) -> None:
+    commit_files(calc, REPO, {CONFIG: REPO_CONFIG.replace("attempts: 3", "attempts: 2")})
+    world = Attempts(calc, tmp_path, {0.0: DROPS, 0.7: SMALL})
+    outcome = world.run()
+    assert outcome.status == JobStatus.SUCCEEDED, outcome.error
+    head = calc.branch_head(REPO, f"mini-fix/issue-{world.issue}")
+    assert head and "test_zero" in calc.show(REPO, head, "tests/test_base.py")
+    [pr] = calc.pulls
+    rows = table_rows(pr["body"])
+    assert "**yes**" in rows[2] and ":warning:" not in rows[2]
+    assert f":warning: drops existing tests: {ZERO}" in rows[1] and "attempt 2 drops none" in rows[1]
+    assert "[!WARNING]" not in pr["body"]
+    run_id = outcome.run_id.rsplit("-", 1)[0]
+    saved = json.loads((world.settings.data_dir / "runs" / f"{run_id}-1" / "trajectory.json").read_text())
+    assert saved["mini_fix"]["dropped_tests"]["tests"] == [ZERO]
+
+
+def test_a_chosen_change_that_drops_tests_is_flagged_in_the_pr(calc: FakeGitHub, tmp_path: Path) -> None:
+    commit_files(calc, REPO, {CONFIG: REPO_CONFIG.replace("attempts: 3", "attempts: 2")})
+    world = Attempts(calc, tmp_path, {0.0: DROPS, 0.7: BREAKS})
+    outcome = world.run()
+    assert outcome.status == JobStatus.SUCCEEDED, outcome.error
+    [pr] = calc.pulls
+    assert f"> This change drops existing tests: {ZERO}. They are in the base branch" in pr["body"]
+    assert f"but it drops existing tests: {ZERO}" in table_rows(pr["body"])[1]
 
 
 def test_no_acceptable_attempt_says_so_with_the_table(github: FakeGitHub, tmp_path: Path) -> None:

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from bot.pipeline.candidates import Candidate
+from bot.pipeline.candidates import Candidate, DroppedTests
 from bot.pipeline.capacity import SandboxSlots
 from bot.pipeline.change import Change
 from bot.pipeline.choose import choose
@@ -293,3 +293,14 @@ def test_a_stop_ends_the_checks_running_and_those_waiting_for_a_slot(tmp_path: P
     assert len(started) == 2 and all(s.closed for s in started)  # nothing started after the stop
     assert [c.reproduction.detail if c.reproduction else None for c in cands] == [STOPPED] * 3
     assert slots.try_take() and slots.try_take()
+
+
+def test_the_tests_a_change_drops_are_found_in_the_workers_own_trees(base: Path) -> None:
+    # The real 1.5B's calc attempt: its reproduction was written over tests/test_ops.py, and MulTest was gone.
+    rewriting = candidate(base, 1, FIX, ("tests/test_ops.py", REPRO[1]))
+    keeping = candidate(base, 2, FIX, REPRO)
+    _verify([rewriting, keeping], base, Factory(), RepoConfig(test=REPO_TEST))
+    assert rewriting.dropped == DroppedTests(tests=["tests/test_ops.py::MulTest::test_mul"])
+    assert keeping.dropped == DroppedTests()
+    assert rewriting.reproduction is not None and rewriting.reproduction.valid  # as good by every other count
+    assert choose([rewriting, keeping]).chosen is keeping
