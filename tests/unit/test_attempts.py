@@ -20,7 +20,7 @@ from bot.github.app import GitHubApp
 from bot.jobs import CancelSignal, JobKind, JobStatus
 from bot.ledger.sqlite.ledger import SqliteLedger
 from bot.pipeline.capacity import SandboxSlots
-from bot.pipeline.run import PipelineDeps
+from bot.pipeline.deps import PipelineDeps
 from bot.queue.dispatch import build_queue
 from bot.settings import Settings
 from bot.web.app import create_app
