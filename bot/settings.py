@@ -87,8 +87,8 @@ class Settings(BaseSettings):
     max_attempts_per_job: int = 5
     """Ceiling on a repository's `attempts`; a higher value is clamped, and the status comment says so."""
     max_sandboxes: int = 0
-    """Attempt sandboxes one worker process runs at once over all its jobs (more wait for one to end);
-    0 = MINIFIX_WORKERS × MINIFIX_ATTEMPTS."""
+    """Sandboxes (attempts and their verification) one worker process runs at once over all its jobs (more
+    wait for one to end); 0 = MINIFIX_WORKERS × MINIFIX_ATTEMPTS."""
     max_steps: int = 300
     """Ceiling on a repository's `limits.steps`; a higher value is clamped, and the status comment says so."""
     max_tokens: int = 5_000_000

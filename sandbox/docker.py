@@ -31,7 +31,8 @@ from sandbox.engine import (
     translated,
 )
 from sandbox.engine_exec import engine_exec, kill_by_engine
-from sandbox.setup_proxy import SetupProxy
+from sandbox.replies import as_result
+from sandbox.setup_proxy import SetupProxy, disconnect_all
 
 __all__ = ["DockerSandbox", "remove_run_containers", "sweep"]
 
@@ -41,7 +42,6 @@ DIFF_TIMEOUT = 300
 REPLY_GRACE = 15.0  # the runner enforces the timeout; this only bounds waiting on a runner that hangs
 REAP_TIMEOUT = 30.0
 CHECK_OUTPUT_LIMIT = 1 << 20
-TRUNCATED = "\n[mini-fix: output truncated: kept the first {kept} of {seen} bytes]"
 
 log = structlog.get_logger(__name__)
 ExecObserver = Callable[[float], None]
@@ -134,7 +134,7 @@ class DockerSandbox:
         finally:
             if self._on_exec is not None:
                 self._on_exec(time.monotonic() - started)
-        return _result(reply, command, seconds)
+        return as_result(reply, command, seconds)
 
     def run_check(self, command: str, *, timeout: float) -> ExecResult:
         """Run a verdict command as its own engine exec: the return code is the engine's, not the runner's.
@@ -146,7 +146,7 @@ class DockerSandbox:
             self._check_open()
             reply = self._engine_exec(command, timeout, self.config.cwd, CHECK_OUTPUT_LIMIT, self.config.env)
         self.end_processes()
-        return _result(reply, command, timeout)
+        return as_result(reply, command, timeout)
 
     def end_processes(self) -> None:
         """Kill every process of the action uid (daemons a setup or an action left, `setsid` ones included)."""
@@ -237,13 +237,7 @@ class DockerSandbox:
 
     def disconnect_network(self) -> None:
         """End the setup phase: off every network (loopback stays), every setup process killed, the proxy gone."""
-        with translated(self.config.image):
-            networks = self.client.api.inspect_container(self.container_id)["NetworkSettings"]["Networks"] or {}
-            for name in networks:
-                self.client.api.disconnect_container_from_network(self.container_id, name, force=True)
-            left = self.client.api.inspect_container(self.container_id)["NetworkSettings"]["Networks"] or {}
-        if left:
-            raise SandboxError(f"the sandbox is still on networks {sorted(left)} after disconnecting them")
+        disconnect_all(self.client, self.container_id, self.config.image)
         self.end_processes()  # a daemon started during setup must not live on into the agent's phase
         if self._proxy is not None:
             self._proxy.close()
@@ -295,21 +289,3 @@ def _labels(config: SandboxConfig, run_id: str, labels: dict[str, str] | None) -
     """The labels a run's helpers (proxy, network) carry, so crash cleanup finds them with the container."""
     deadline = int(time.time()) + config.wall_time_seconds
     return {**(labels or {}), RUN_ID_LABEL: run_id, DEADLINE_LABEL: str(deadline)}
-
-
-def _result(reply: dict[str, Any], command: str, seconds: float) -> ExecResult:
-    """An ExecResult from a runner- or engine-shaped reply (output as bytes, already capped)."""
-    raw: bytes = reply["output"]
-    output = raw.decode("utf-8", "replace")
-    extra: dict[str, Any] = {}
-    if reply["truncated"]:
-        extra = {"truncated": True, "output_bytes": reply["size"]}
-        output += TRUNCATED.format(kept=len(raw), seen=reply["size"])
-    if reply["timed_out"]:
-        info = (
-            f"The command timed out after {seconds:g} seconds and was killed, with every process it started: {command}"
-        )
-        return ExecResult(output, -1, info, extra)
-    if reply["error"]:
-        return ExecResult(output, -1, f"The command could not be run: {reply['error']}", extra)
-    return ExecResult(output, reply["returncode"], "", extra)

@@ -174,3 +174,14 @@ class SetupProxy:
                 raise SandboxError(f"the setup proxy stopped: {logs[-1000:].decode('utf-8', 'replace')}")
             time.sleep(0.1)
         raise SandboxError(f"the setup proxy did not start within {READY_SECONDS:g}s")
+
+
+def disconnect_all(client: docker.DockerClient, container_id: str, image: str) -> None:
+    """Take the container off every network it is on (its loopback stays); raise if any is left."""
+    with translated(image):
+        networks = client.api.inspect_container(container_id)["NetworkSettings"]["Networks"] or {}
+        for name in networks:
+            client.api.disconnect_container_from_network(container_id, name, force=True)
+        left = client.api.inspect_container(container_id)["NetworkSettings"]["Networks"] or {}
+    if left:
+        raise SandboxError(f"the sandbox is still on networks {sorted(left)} after disconnecting them")

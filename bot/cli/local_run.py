@@ -97,6 +97,16 @@ def check_checkout(repo: Path) -> str | None:
     return None if head.returncode == 0 else f"--repo {repo} has no commit yet: the change is diffed against HEAD"
 
 
+def attempt_count(request: LocalRunRequest, settings: Settings) -> tuple[int, str]:
+    """`--attempts` (else MINIFIX_ATTEMPTS) within MINIFIX_MAX_ATTEMPTS_PER_JOB, as the App clamps a repository's
+    `attempts:`; and the note saying so when it was lowered ('' when not)."""
+    asked, top = max(1, request.attempts or settings.attempts), max(1, settings.max_attempts_per_job)
+    if asked <= top:
+        return asked, ""
+    flag = f"--attempts {asked}" if request.attempts else f"MINIFIX_ATTEMPTS={asked}"
+    return top, f"`{flag}` is above this deployment's ceiling (MINIFIX_MAX_ATTEMPTS_PER_JOB); used {top}"
+
+
 def repo_config(repo: Path) -> RepoConfig:
     """The checkout's own `.github/mini-fix.yml` (its `test`, `reproduce`, `setup`, ... judge the attempts)."""
     local = "local/checkout"
@@ -122,7 +132,9 @@ def run_local(request: LocalRunRequest, settings: Settings) -> int:
     output = request.output or Path("out") / run_id
     config = agent_config(request, settings)
     model = model_config(config, request, settings)
-    count = max(1, request.attempts or settings.attempts)
+    count, note = attempt_count(request, settings)
+    if note:
+        print(f"mini-fix: note: {note}", file=sys.stderr)
     print(f"run {run_id}: model {model.model_name} at {model.api_base or 'default endpoint'}; output {output}")
     if count > 1:
         print(f"{count} attempts in parallel; each one's files go in {output}/{run_id}-<k>/")

@@ -40,7 +40,10 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--image", help="sandbox image")
     run.add_argument("--output", type=Path, help="output directory (default ./out/<run id>)")
     run.add_argument(
-        "--attempts", type=int, help="attempts in parallel (default MINIFIX_ATTEMPTS); the checkout's tests choose"
+        "--attempts",
+        type=int,
+        help="attempts in parallel (default MINIFIX_ATTEMPTS, at most MINIFIX_MAX_ATTEMPTS_PER_JOB); the checkout's "
+        "tests choose",
     )
 
     setup = sub.add_parser("setup", help="create the GitHub App from app.yml and save its credentials to .env")

@@ -158,6 +158,7 @@ def _row(c: Candidate, stats: dict[str, Any], choice: Choice, graded: Grade | No
             "valid": rep.valid,
             "detail": rep.detail,
         },
+        "dropped_tests": None if c.dropped is None else c.dropped.tests,
         "cross": {str(k): v for k, v in sorted(c.cross.items())},
         "reproductions_passed": reproductions_passed(c),
         "chosen": choice.chosen is c,

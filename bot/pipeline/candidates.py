@@ -33,6 +33,15 @@ class Reproduction:
 
 
 @dataclass
+class DroppedTests:
+    """Existing tests a change removes, found by the App in its own trees (Python test files only)."""
+
+    tests: list[str] = field(default_factory=list)  # `path::Class::test_x` at the base commit, gone after the change
+    unparsed: list[str] = field(default_factory=list)  # Python test files not valid on one side: cannot tell
+    unchecked: list[str] = field(default_factory=list)  # changed test files in another language: not checked
+
+
+@dataclass
 class Candidate:
     """One attempt: its own sandbox, sampling settings, trajectory and change."""
 
@@ -44,6 +53,7 @@ class Candidate:
     refused: list[str] = field(default_factory=list)  # protected paths, links, secrets: not acceptable
     test: dict[str, Any] | None = None  # the repository's test command on this change, in a fresh sandbox
     reproduction: Reproduction | None = None
+    dropped: DroppedTests | None = None  # None: not checked (not verified, or its change did not apply)
     cross: dict[int, bool] = field(default_factory=dict)  # other attempt's valid reproduction -> passes here
     steps: int = 0
     tokens: int = 0
@@ -59,6 +69,11 @@ class Candidate:
     def acceptable(self) -> bool:
         """Submitted, and nothing in its change is refused."""
         return self.submitted and not self.refused
+
+    @property
+    def drops_tests(self) -> bool:
+        """Its change removes test functions or methods that exist at the base commit."""
+        return self.dropped is not None and bool(self.dropped.tests)
 
     @property
     def lines_changed(self) -> int:

@@ -1,7 +1,8 @@
 """A worker's capacity for attempts and a job's budget over all of them.
 
-`SandboxSlots` bounds the attempt sandboxes one worker process keeps alive at once, over all its jobs; `JobBudget`
-stops every attempt of one job once, together, they have spent the job's tokens or wall time.
+`SandboxSlots` bounds the sandboxes (attempts' and verification's) one worker process keeps alive at once, over
+all its jobs; `JobBudget` stops every attempt of one job once, together, they have spent the job's tokens or wall
+time.
 """
 
 from __future__ import annotations
@@ -17,10 +18,10 @@ POLL_SECONDS = 0.5
 
 
 class SandboxSlots:
-    """The worker-wide bound on attempt sandboxes alive at once (0: no bound).
+    """The worker-wide bound on sandboxes alive at once (0: no bound): attempts and verification checks.
 
-    An attempt takes one slot before its container starts and gives it back when the container is gone; it
-    never waits for a slot while holding one, so jobs sharing a worker cannot deadlock."""
+    An attempt (or a check) takes one slot before its container starts and gives it back when the container is
+    gone; it never waits for a slot while holding one, so jobs sharing a worker cannot deadlock."""
 
     def __init__(self, limit: int) -> None:
         self.limit = limit
@@ -34,7 +35,9 @@ class SandboxSlots:
         """Wait for a slot; False (and none taken) when `stop` is set first."""
         while not stop.is_set():
             if self._free is None or self._free.acquire(timeout=POLL_SECONDS):
-                return True
+                if not stop.is_set():
+                    return True
+                self.give()  # freed by a stopped holder as the stop came: nothing may start after it
         return False
 
     def give(self) -> None:

@@ -1,8 +1,10 @@
 """Which attempt is published: a deterministic ranking over what the App itself verified, with a reason each.
 
 Only acceptable candidates (submitted a change, nothing refused) are ranked, by (a) the repository's `test`
-passing, then a change that touches more than its own test files ahead of one that only adds or edits tests (it
-may reproduce the issue, but it fixes nothing), (b) how many of all attempts' valid reproduction tests it passes
+passing, then a change that keeps every existing test ahead of one that drops some (test functions or methods of
+the base commit's test files gone after it, found by the worker in its own trees: `dropped.py`), then a change
+that touches more than its own test files ahead of one that only adds or edits tests (it may reproduce the
+issue, but it fixes nothing), (b) how many of all attempts' valid reproduction tests it passes
 (its own counts; a claimed test that passes on the base commit too is not valid and earns nothing), (c) fewer
 lines changed, (d) the lower attempt number.
 """
@@ -17,6 +19,7 @@ from bot.render import render
 
 TEMPLATE = "attempts_table.md"
 DETAIL_CHARS = 300  # of a reproduction's detail in a table cell (a git error can be long)
+NAMES_SHOWN = 10  # dropped tests named in a table cell or the PR body, then "and N more"
 
 
 def reproductions_passed(c: Candidate) -> int:
@@ -31,7 +34,8 @@ def valid_reproductions(candidates: list[Candidate]) -> int:
 
 
 def choose(candidates: list[Candidate]) -> Choice:
-    """Rank the acceptable candidates (tests pass, code changed, reproductions passed, fewer lines, lower index)."""
+    """Rank the acceptable candidates (tests pass, no existing test dropped, code changed, reproductions passed,
+    fewer lines, lower index)."""
     tested = any(c.test is not None for c in candidates if c.acceptable)
     ranking = sorted((c for c in candidates if c.acceptable), key=lambda c: _key(c, tested))
     chosen = ranking[0] if ranking else None
@@ -46,8 +50,30 @@ def only_tests(c: Candidate) -> bool:
     return c.change is not None and bool(files) and set(c.change.paths) <= set(files)
 
 
-def _key(c: Candidate, tested: bool) -> tuple[bool, bool, int, int, int]:
-    return (tested and not _test_passed(c), only_tests(c), -reproductions_passed(c), c.lines_changed, c.index)
+def _key(c: Candidate, tested: bool) -> tuple[bool, bool, bool, int, int, int]:
+    failed = tested and not _test_passed(c)
+    return (failed, c.drops_tests, only_tests(c), -reproductions_passed(c), c.lines_changed, c.index)
+
+
+def dropped_text(c: Candidate) -> str:
+    """`drops existing tests: a, b` (the first few named); '' when it drops none."""
+    if c.dropped is None or not c.dropped.tests:
+        return ""
+    names = c.dropped.tests
+    more = f" and {len(names) - NAMES_SHOWN} more" if len(names) > NAMES_SHOWN else ""
+    return "drops existing tests: " + ", ".join(names[:NAMES_SHOWN]) + more
+
+
+def dropped_notes(c: Candidate) -> list[str]:
+    """What the App could not check about dropped tests, in a reviewer's words (only where it matters)."""
+    notes = []
+    if c.dropped is not None and c.dropped.unparsed:
+        files = ", ".join(c.dropped.unparsed)
+        notes.append(f"whether it drops tests in {files} cannot be told: not valid Python before or after the change")
+    if c.dropped is not None and c.dropped.unchecked:
+        files = ", ".join(c.dropped.unchecked)
+        notes.append(f"{files}: not checked for dropped tests (only Python test files are)")
+    return notes
 
 
 def _test_passed(c: Candidate) -> bool:
@@ -79,6 +105,8 @@ def _merits(c: Candidate, tested: bool, total: int) -> str:
         parts.append("the repository's tests pass" if _test_passed(c) else "the repository's tests fail on it")
     if total:
         parts.append(f"it passes {reproductions_passed(c)} of {total} valid reproduction tests")
+    if c.drops_tests:
+        parts.append("but it " + dropped_text(c))
     if only_tests(c):
         parts.append("but it changes only test files (no other attempt changed the code)")
     parts.append(f"{c.lines_changed} lines changed")
@@ -89,6 +117,8 @@ def _behind(c: Candidate, chosen: Candidate, tested: bool, total: int) -> str:
     if tested and _test_passed(c) != _test_passed(chosen):
         code = c.test.get("returncode") if c.test else None
         return f"the repository's tests fail on it (exit {code}), and pass on attempt {chosen.index}"
+    if c.drops_tests and not chosen.drops_tests:
+        return f"it {dropped_text(c)}; attempt {chosen.index} drops none"
     if only_tests(c) and not only_tests(chosen):
         return f"it changes only test files, so it fixes nothing; attempt {chosen.index} changes the code"
     mine, theirs = reproductions_passed(c), reproductions_passed(chosen)
@@ -118,6 +148,8 @@ def _row(c: Candidate, choice: Choice, total: int, link: str | None) -> dict[str
         "refused": c.refused,
         "acceptable": c.acceptable,
         "test": c.test,
+        "dropped": dropped_text(c) if c.acceptable else "",
+        "dropped_notes": dropped_notes(c) if c.acceptable else [],
         "reproduction": _repro_cell(c),
         "repro_detail": rep.detail[:DETAIL_CHARS] if rep is not None else "",
         "passed": reproductions_passed(c) if c.acceptable and total else None,

@@ -4,10 +4,8 @@ from __future__ import annotations
 
 import tempfile
 import threading
-import time
 import uuid
-from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from functools import partial
 from pathlib import Path
 
@@ -15,12 +13,10 @@ import structlog
 
 from bot.agent.config import MiniFixAgentConfig, ModelConfig
 from bot.agent.loop import StepEvent
-from bot.agent.model_base import Model
 from bot.github.gateway import GitHubError, GitHubGateway, Issue, can_write
 from bot.jobs import SHUTDOWN_REASON, Job, JobKind, JobOutcome, JobStatus, Outcome, RunInfo, cancel_reason
 from bot.pipeline import attempts, execute
 from bot.pipeline.admit import (
-    RememberLabel,
     admit,
     agent_config_for,
     guidance,
@@ -30,42 +26,25 @@ from bot.pipeline.admit import (
 )
 from bot.pipeline.capacity import JobBudget, SandboxSlots
 from bot.pipeline.ceilings import attempts_for, clamp
-from bot.pipeline.choose import attempts_table, choose, evidence
-from bot.pipeline.control import StopRuns, run_control
+from bot.pipeline.choose import dropped_notes, dropped_text, evidence
+from bot.pipeline.control import run_control
+from bot.pipeline.deps import PipelineDeps
 from bot.pipeline.execute import RunFailed
 from bot.pipeline.feedback import review_feedback
+from bot.pipeline.judge import judge
 from bot.pipeline.outbound import RedactingGateway
 from bot.pipeline.publish import attach_trajectory, open_or_update_pr, pr_body_vars, push_change
 from bot.pipeline.report import report, run_link
 from bot.pipeline.state import RunState
 from bot.pipeline.status import StatusComment
 from bot.pipeline.task import build_task, clean
-from bot.pipeline.verdicts import none_acceptable, record_verdicts, refuse
-from bot.pipeline.verify import verify
 from bot.render import render
 from bot.repo_config.schema import RepoConfig
 from bot.settings import Settings
 from bot.trajectory import redact
-from sandbox.base import Sandbox, SandboxConfig
+from sandbox.base import SandboxConfig
 
 log = structlog.get_logger(__name__)
-
-
-@dataclass
-class PipelineDeps:
-    """Everything a job talks to, passed in so tests can swap in fakes."""
-
-    settings: Settings
-    github: Callable[[int, str], GitHubGateway]  # (installation id, "owner/name") -> gateway
-    sandbox: Callable[[SandboxConfig, str], Sandbox]  # (config, run id) -> a started sandbox
-    model: Callable[[ModelConfig], Model]
-    agent_config: MiniFixAgentConfig
-    clock: Callable[[], float] = time.monotonic
-    workdir: Path | None = None  # parent of the per-run checkout directories (None: the system temp dir)
-    stop_runs: StopRuns | None = None  # Ledger.cancel, for `/agent stop` jobs
-    remember_label: RememberLabel | None = None  # Ledger.remember_label: the webhook path learns renamed labels
-    save_trajectory: Callable[[str, str], None] | None = None  # (run id, JSON): where every API replica reads it
-    sandbox_slots: SandboxSlots | None = None  # the worker-wide bound on attempt sandboxes (None: none)
 
 
 def run_pipeline(job: Job, cancel: threading.Event, deps: PipelineDeps) -> JobOutcome:
@@ -173,6 +152,8 @@ def _work(state: RunState, deps: PipelineDeps) -> None:
         "test": state.test,
         "attempts_table": state.table,
         "evidence": evidence(chosen.candidate),
+        "dropped": dropped_text(chosen.candidate),
+        "dropped_notes": dropped_notes(chosen.candidate),
     }
     state.published = open_or_update_pr(gh, issue=issue, base=repo.default_branch, body_vars=body_vars)
     messages = redact(chosen.result.messages, secrets)
@@ -229,53 +210,6 @@ def _plan(state: RunState, deps: PipelineDeps, sandbox_config: SandboxConfig) ->
         on_step=partial(_on_step, state.status),
         on_end=state.status.ended if state.count > 1 else lambda _attempt, _how: None,
     )
-
-
-def judge(
-    state: RunState,
-    deps: PipelineDeps,
-    runs: list[attempts.Attempt],
-    sandbox_config: SandboxConfig,
-    *,
-    checkout: Path,
-    scratch: Path,
-    secrets: list[str],
-) -> attempts.Attempt:
-    """Refuse what may not be pushed, verify the rest in fresh sandboxes, choose; the chosen attempt or the
-    outcome (RunFailed) of a job none of whose attempts may be proposed."""
-    candidates = [run.candidate for run in runs]
-    for candidate in candidates:
-        refuse(candidate, state.config, secrets)
-    state.candidates = candidates
-    verify(
-        candidates,
-        checkout=checkout,
-        factory=deps.sandbox,
-        sandbox_config=sandbox_config,
-        repo=state.config,
-        run_id=state.run["run_id"],
-        workdir=scratch,
-        cancel=state.cancel,
-    )
-    _check_cancel(state.cancel)
-    choice = choose(candidates)
-    record_verdicts(runs, choice, secrets, deps.save_trajectory)
-    if state.count > 1:
-        links = {
-            run.candidate.index: run_link(deps.settings, run.candidate.run_id) if run.trajectory else None
-            for run in runs
-        }
-        state.table = attempts_table(choice, candidates, links)
-    chosen = next((run for run in runs if run.candidate is choice.chosen), None)
-    statuses = [run.result.exit_status for run in runs if run.result is not None]
-    state.run["exit_status"] = ", ".join(dict.fromkeys(statuses))
-    if chosen is None:
-        state.result = runs[0].result if state.count == 1 else None
-        raise none_acceptable(runs, state.paths)
-    state.result, state.test = chosen.result, chosen.candidate.test
-    state.run["exit_status"] = chosen.candidate.exit_status
-    state.link_run_id = chosen.candidate.run_id
-    return chosen
 
 
 def _on_step(status: StatusComment, attempt: int, event: StepEvent) -> None:

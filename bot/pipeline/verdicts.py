@@ -51,7 +51,8 @@ def none_acceptable(runs: list[Attempt], paths: list[str]) -> RunFailed:
 def record_verdicts(
     runs: list[Attempt], choice: Choice, secrets: list[str], mirror: Callable[[str, str], None] | None
 ) -> None:
-    """Write what the App found into each attempt's trajectory (`mini_fix.test`, `.reproduction`, `.chosen`)."""
+    """Write what the App found into each attempt's trajectory (`mini_fix.test`, `.reproduction`, `.chosen`,
+    `.dropped_tests`)."""
     for run in runs:
         candidate = run.candidate
         if run.trajectory is None or not run.trajectory.exists():
@@ -61,6 +62,8 @@ def record_verdicts(
             verdicts["test"] = candidate.test
         if candidate.reproduction is not None:
             verdicts["reproduction"] = {**asdict(candidate.reproduction), "valid": candidate.reproduction.valid}
+        if candidate.dropped is not None:
+            verdicts["dropped_tests"] = asdict(candidate.dropped)
         if candidate.refused:
             verdicts["refused"] = candidate.refused
         text = annotate(run.trajectory, redact(verdicts, secrets))

@@ -3,6 +3,7 @@
 For each acceptable candidate: its reproduction test (its new or changed test files) must fail on the base commit
 and pass with its whole change; the repository's `test` command runs on its change; and every other attempt's valid
 reproduction runs on its tree (cross-validation). Verdicts are the engine's exit codes, never the sandbox's output.
+On the worker alone, from the same trees: which existing tests its change drops (`dropped.py`).
 
 Sandboxes per candidate: one for the base commit + its test files only (nothing else has run there, so no state
 left by another run can change the verdict); one for its whole change (its reproduction first, then `test`); and,
@@ -11,22 +12,32 @@ only where two of them name the same path). Each sandbox is made as an attempt's
 and the repository's setup run on it (with the attempts' network, cut when setup ends), and only then the tree
 to check laid over it. Setup never runs agent-written code, and a repository whose setup needs the network gets
 its tests run as it would in an attempt.
+
+The candidates are checked at once, each in its own thread (its own checks one after another, then, once every
+candidate's reproduction is known, the cross-checks at once again). Every sandbox takes one of the worker's slots
+(`capacity.SandboxSlots`, shared with the attempts) before it starts and gives it back once it is gone; no check
+waits for a slot while holding one. A check that crashes ends that candidate's verification, never the others'.
 """
 
 from __future__ import annotations
 
+import contextvars
 import os
 import shlex
 import shutil
 import tempfile
 import threading
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bot.pipeline import reproduce, trees
+import structlog
+
+from bot.pipeline import dropped, reproduce, trees
 from bot.pipeline.candidates import Candidate, Reproduction
+from bot.pipeline.capacity import SandboxSlots
 from bot.pipeline.execute import OUTPUT_TAIL, RunFailed, closed_on_cancel, run_test
 from bot.pipeline.gitops import GitError
 from bot.pipeline.testbed import TEST_TIMEOUT, SandboxFactory, SetupFailed, prepared
@@ -34,6 +45,7 @@ from bot.repo_config.schema import RepoConfig
 from sandbox.base import Sandbox, SandboxConfig, SandboxError
 
 STOPPED = "stopped before it was verified"
+log = structlog.get_logger(__name__)
 
 
 @dataclass
@@ -61,16 +73,32 @@ def verify(
     run_id: str,
     workdir: Path,
     cancel: threading.Event,
+    slots: SandboxSlots | None = None,
 ) -> None:
-    """Fill each acceptable candidate's `test`, `reproduction` and `cross`, in fresh sandboxes (never raises for
-    a candidate's problem: its `detail` or `test` says what went wrong)."""
+    """Fill each acceptable candidate's `test`, `reproduction` and `cross`, in fresh sandboxes, the candidates at
+    once within `slots` (None: no bound); never raises for a candidate's problem: its `detail` or `test` says
+    what went wrong."""
     with tempfile.TemporaryDirectory(prefix="verify-", dir=workdir) as tmp:
-        bench = _Bench(checkout, factory, sandbox_config, repo, run_id, Path(tmp), cancel)
+        bench = _Bench(checkout, factory, sandbox_config, repo, run_id, Path(tmp), cancel, slots or SandboxSlots(0))
         built = [b for c in candidates if c.acceptable and (b := bench.build(c)) is not None]
-        for b in built:
-            bench.own(b)
-        for b in built:
-            bench.cross(b, [o for o in built if o is not b and o.valid])
+        _each(built, bench.own, bench.crashed)
+        _each(built, lambda b: bench.cross(b, [o for o in built if o is not b and o.valid]), _log_crash)
+
+
+def _each(built: list[_Built], check: Callable[[_Built], None], crashed: Callable[[_Built, Exception], None]) -> None:
+    """`check` every candidate at once, each in its own thread (with the caller's log context); `crashed` for
+    each one whose check raised, once all have ended. The verdicts are each candidate's own: no order matters."""
+    if not built:
+        return
+    with ThreadPoolExecutor(max_workers=len(built), thread_name_prefix="verify") as pool:
+        futures = [(b, pool.submit(contextvars.copy_context().run, check, b)) for b in built]
+    for b, future in futures:
+        if isinstance(exc := future.exception(), Exception):
+            crashed(b, exc)
+
+
+def _log_crash(b: _Built, exc: Exception) -> None:
+    log.error("verify_crashed", attempt=b.candidate.index, exc_info=exc)
 
 
 @dataclass
@@ -84,6 +112,7 @@ class _Bench:
     run_id: str
     tmp: Path
     cancel: threading.Event
+    slots: SandboxSlots  # the worker's; each sandbox here holds one while it lives
 
     def build(self, c: Candidate) -> _Built | None:
         """The candidate's after-tree and test files; None (with the reason recorded) when its change won't apply."""
@@ -98,6 +127,10 @@ class _Bench:
             c.test = self._not_run(why)
             return None
         files = reproduce.test_files(c.change.paths, self.repo.test_paths, lambda p: trees.present(after, p))
+        try:
+            c.dropped = dropped.dropped_tests(self.checkout, after, c.change.paths, self.repo.test_paths)
+        except (GitError, OSError):
+            log.warning("dropped_tests_not_checked", attempt=c.index, exc_info=True)
         return _Built(c, after, files, reproduce.runnable(self.repo, files))
 
     def own(self, b: _Built) -> None:
@@ -172,10 +205,26 @@ class _Bench:
             self._session(tree, f"{b.candidate.index}-cross-{n}", run)
             shutil.rmtree(tree, ignore_errors=True)
 
+    def crashed(self, b: _Built, exc: Exception) -> None:
+        """A bug while checking this candidate: said in its reproduction and `test`, the others unaffected."""
+        _log_crash(b, exc)
+        c, why = b.candidate, f"its verification crashed: {type(exc).__name__}: {exc}"
+        c.reproduction = c.reproduction or Reproduction(files=b.files)
+        c.reproduction.detail = STOPPED if self.cancel.is_set() else why
+        if self.repo.test and c.test is None:
+            c.test = self._not_run(why)
+
     def _session(self, tree: Path, what: str, body: Callable[[Sandbox], None]) -> str:
-        """Run `body` in a fresh sandbox holding `tree` (setup run); '' or why it could not finish."""
-        if self.cancel.is_set():
+        """Run `body` in a fresh sandbox holding `tree` (setup run), holding one slot; '' or why it could not
+        finish."""
+        if not self.slots.take(self.cancel):
             return STOPPED
+        try:
+            return self._in_sandbox(tree, what, body)
+        finally:
+            self.slots.give()
+
+    def _in_sandbox(self, tree: Path, what: str, body: Callable[[Sandbox], None]) -> str:
         try:
             with (
                 prepared(self.factory, self.config, f"{self.run_id}-verify-{what}", self.checkout, self.repo) as ready,

@@ -20,7 +20,8 @@ from bot.ledger import open_ledger
 from bot.pipeline.admit import RememberLabel
 from bot.pipeline.capacity import SandboxSlots
 from bot.pipeline.control import StopRuns
-from bot.pipeline.run import PipelineDeps, run_pipeline
+from bot.pipeline.deps import PipelineDeps
+from bot.pipeline.run import run_pipeline
 from bot.settings import Settings
 from bot.trajectory_store import shared_saver
 from bot.worker.labels import LabelKeeper

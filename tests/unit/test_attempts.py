@@ -20,7 +20,7 @@ from bot.github.app import GitHubApp
 from bot.jobs import CancelSignal, JobKind, JobStatus
 from bot.ledger.sqlite.ledger import SqliteLedger
 from bot.pipeline.capacity import SandboxSlots
-from bot.pipeline.run import PipelineDeps
+from bot.pipeline.deps import PipelineDeps
 from bot.queue.dispatch import build_queue
 from bot.settings import Settings
 from bot.web.app import create_app
@@ -66,6 +66,9 @@ VIEWER: dict[str, Any] = {"public_url": "https://fix.example.com", "webhook_secr
 BREAKS = [bash("sed -i 's/a - b/a * b/' calc.py"), bash(SUBMIT)]  # add(2, 0) is 0 now: the repo's test fails
 LARGE = [write("calc.py", BIG_FIX), write("tests/test_claim.py", CLAIM_TEST), bash(SUBMIT)]
 SMALL = [bash("sed -i 's/a - b/a + b/' calc.py"), write("tests/test_add.py", ADD_TEST), bash(SUBMIT)]
+# A valid reproduction and a smaller change than SMALL's, but written over tests/test_base.py: Base.test_zero is gone.
+DROPS = [bash("sed -i 's/a - b/a + b/' calc.py"), write("tests/test_base.py", ADD_TEST), bash(SUBMIT)]
+ZERO = "tests/test_base.py::Base::test_zero"
 
 
 class Attempts(World):
@@ -79,6 +82,7 @@ class Attempts(World):
         self.slots: SandboxSlots | None = None
         self.saved: dict[str, str] = {}  # the shared trajectory store: run id -> its last saved text
         self.open_now = self.most_open = 0
+        self.count_verify = False  # count verify's sandboxes too in open_now/most_open
         self._lock = threading.Lock()
 
     def model_for(self, config: ModelConfig) -> ScriptedModel:
@@ -89,7 +93,7 @@ class Attempts(World):
         return model
 
     def sandbox(self, config: SandboxConfig, run_id: str) -> Sandbox:
-        agents = "-verify-" not in run_id  # verify's sandboxes are named `<run id>-verify-...`
+        agents = self.count_verify or "-verify-" not in run_id  # verify's are named `<run id>-verify-...`
         box = CountedSandbox(self, counted=agents)
         with self._lock:
             self.sandboxes.append(box)
@@ -199,6 +203,33 @@ def test_the_app_chooses_the_attempt_its_own_tests_favour(calc: FakeGitHub, tmp_
     assert len({id(box) for box in world.sandboxes[:3]}) == 3
 
 
+def test_an_attempt_that_drops_existing_tests_loses_to_one_that_keeps_them(calc: FakeGitHub, tmp_path: Path) -> None:
+    commit_files(calc, REPO, {CONFIG: REPO_CONFIG.replace("attempts: 3", "attempts: 2")})
+    world = Attempts(calc, tmp_path, {0.0: DROPS, 0.7: SMALL})
+    outcome = world.run()
+    assert outcome.status == JobStatus.SUCCEEDED, outcome.error
+    head = calc.branch_head(REPO, f"mini-fix/issue-{world.issue}")
+    assert head and "test_zero" in calc.show(REPO, head, "tests/test_base.py")
+    [pr] = calc.pulls
+    rows = table_rows(pr["body"])
+    assert "**yes**" in rows[2] and ":warning:" not in rows[2]
+    assert f":warning: drops existing tests: {ZERO}" in rows[1] and "attempt 2 drops none" in rows[1]
+    assert "[!WARNING]" not in pr["body"]
+    run_id = outcome.run_id.rsplit("-", 1)[0]
+    saved = json.loads((world.settings.data_dir / "runs" / f"{run_id}-1" / "trajectory.json").read_text())
+    assert saved["mini_fix"]["dropped_tests"]["tests"] == [ZERO]
+
+
+def test_a_chosen_change_that_drops_tests_is_flagged_in_the_pr(calc: FakeGitHub, tmp_path: Path) -> None:
+    commit_files(calc, REPO, {CONFIG: REPO_CONFIG.replace("attempts: 3", "attempts: 2")})
+    world = Attempts(calc, tmp_path, {0.0: DROPS, 0.7: BREAKS})
+    outcome = world.run()
+    assert outcome.status == JobStatus.SUCCEEDED, outcome.error
+    [pr] = calc.pulls
+    assert f"> This change drops existing tests: {ZERO}. They are in the base branch" in pr["body"]
+    assert f"but it drops existing tests: {ZERO}" in table_rows(pr["body"])[1]
+
+
 def test_no_acceptable_attempt_says_so_with_the_table(github: FakeGitHub, tmp_path: Path) -> None:
     commit_files(github, REPO, {CONFIG: "attempts: 3\nlimits:\n  steps: 2\n"})
     workflow = [bash("mkdir -p .github/workflows && echo x > .github/workflows/ci.yml"), bash(SUBMIT)]
@@ -270,11 +301,12 @@ def test_retry_reruns_every_attempt_and_updates_the_pr(calc: FakeGitHub, tmp_pat
 
 
 def test_jobs_sharing_a_worker_take_turns_for_its_sandboxes(github: FakeGitHub, tmp_path: Path) -> None:
-    commit_files(github, REPO, {CONFIG: "attempts: 2\n"})
+    commit_files(github, REPO, {CONFIG: "attempts: 2\ntest: exit 0\n"})  # a test: verify starts sandboxes too
     other = github.add_issue(REPO, "add() is slow", "it sleeps", author="alice")
     fix = [bash("sed -i 's/a - b/a + b/' calc.py"), bash(SUBMIT)]
     world = Attempts(github, tmp_path, {0.0: fix * 2, 0.7: fix * 2})
-    world.slots = SandboxSlots(1)  # one sandbox at a time for the whole worker; verify's are not counted
+    world.slots = SandboxSlots(1)  # one sandbox at a time for the whole worker, verify's included
+    world.count_verify = True
     world.model_for = _shared_scripts(world)  # type: ignore[method-assign]
     results: dict[int, Any] = {}
     jobs = [
@@ -286,8 +318,8 @@ def test_jobs_sharing_a_worker_take_turns_for_its_sandboxes(github: FakeGitHub, 
     for job in jobs:
         job.join(120)
     assert [results[n].status for n in (world.issue, other)] == [JobStatus.SUCCEEDED] * 2
-    agent_boxes = [box for box in world.sandboxes if box.counted]
-    assert len(agent_boxes) == 4 and world.most_open == 1 and all(box.closed for box in world.sandboxes)
+    assert len(world.sandboxes) == 8  # 2 jobs x 2 attempts, each verified once
+    assert world.most_open == 1 and all(box.closed for box in world.sandboxes)
 
 
 def _shared_scripts(world: Attempts) -> Any:

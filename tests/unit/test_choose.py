@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from bot.pipeline.candidates import Candidate, Reproduction
+from bot.pipeline.candidates import Candidate, DroppedTests, Reproduction
 from bot.pipeline.change import Change
-from bot.pipeline.choose import attempts_table, choose, evidence, reproductions_passed
+from bot.pipeline.choose import attempts_table, choose, dropped_notes, evidence, reproductions_passed
 
 
 def _diff(lines: int, path: str = "pkg/mod.py") -> Change:
@@ -79,6 +79,47 @@ def test_a_change_to_tests_alone_ranks_behind_one_that_changes_the_code() -> Non
     assert "changes only test files, so it fixes nothing; attempt 2 changes the code" in choice.reasons[1]
     alone = choose([tests_only])
     assert alone.chosen is tests_only and "changes only test files" in alone.reasons[1]
+
+
+MUL = "tests/test_ops.py::MulTest::test_mul"
+
+
+def _rows(table: str) -> list[str]:
+    return [line for line in table.splitlines() if line.startswith("| ") and line[2].isdigit()]
+
+
+def test_a_change_that_drops_existing_tests_ranks_behind_one_that_keeps_them() -> None:
+    # Seen with the real 1.5B on calc: its reproduction rewrote tests/test_ops.py and MulTest was gone.
+    dropping = _cand(1, 3, reproduction=_valid(), cross={2: True}, dropped=DroppedTests(tests=[MUL]))
+    keeping = _cand(2, 30, dropped=DroppedTests())
+    broken = _cand(3, 2, test=False)
+    cands = [dropping, keeping, broken]
+    choice = choose(cands)
+    assert [c.index for c in choice.ranking] == [2, 1, 3]  # right after the tests, before reproductions and size
+    assert choice.reasons[1] == f"not chosen: it drops existing tests: {MUL}; attempt 2 drops none"
+    rows = _rows(attempts_table(choice, cands, {}))
+    assert f":white_check_mark: passed<br>:warning: drops existing tests: {MUL} |" in rows[0]
+    assert ":warning:" not in rows[1] + rows[2]
+
+
+def test_a_chosen_change_that_drops_tests_says_so_and_what_could_not_be_checked() -> None:
+    names = [f"tests/test_a.py::test_{n}" for n in range(12)]
+    gone = DroppedTests(tests=names, unparsed=["tests/test_b.py"], unchecked=["web/app.test.js"])
+    dropping, broken = _cand(1, 3, dropped=gone), _cand(2, 2, test=False)
+    choice = choose([dropping, broken])
+    assert choice.chosen is dropping
+    shown = ", ".join(names[:10]) + " and 2 more"
+    assert choice.reasons[1] == (
+        f"chosen: the repository's tests pass, but it drops existing tests: {shown}, 3 lines changed; "
+        "the best of 2 acceptable attempts"
+    )
+    assert dropped_notes(dropping) == [
+        "whether it drops tests in tests/test_b.py cannot be told: not valid Python before or after the change",
+        "web/app.test.js: not checked for dropped tests (only Python test files are)",
+    ]
+    [row, _] = _rows(attempts_table(choice, [dropping, broken], {}))
+    assert ":grey_question: whether it drops tests in tests/test_b.py cannot be told" in row
+    assert ":grey_question: web/app.test.js: not checked for dropped tests" in row
 
 
 def test_without_a_test_command_the_ranking_skips_it() -> None:

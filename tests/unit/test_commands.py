@@ -14,7 +14,7 @@ import pytest
 from bot.agent.model_base import ModelReply
 from bot.jobs import Job, JobKind, JobOutcome, JobRequest, JobStatus
 from bot.ledger.sqlite.ledger import SqliteLedger
-from bot.pipeline.run import PipelineDeps
+from bot.pipeline.deps import PipelineDeps
 from bot.pipeline.run import run_pipeline as run_job
 from bot.queue.dispatch import JobQueue
 from bot.webhooks.commands import Command, parse_command

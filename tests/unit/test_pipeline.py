@@ -13,7 +13,7 @@ from bot.agent.config import load_config
 from bot.agent.errors import ModelUnavailable
 from bot.github.app import GitHubApp
 from bot.jobs import SHUTDOWN_REASON, CancelSignal, Job, JobKind, JobStatus
-from bot.pipeline.run import PipelineDeps
+from bot.pipeline.deps import PipelineDeps
 from bot.pipeline.run import run_pipeline as run_job
 from bot.settings import Settings
 from sandbox.base import EngineUnavailable, ImageMissing, Sandbox, SandboxConfig

@@ -110,3 +110,27 @@ def test_pr_body_says_fixes_and_draft_fallback() -> None:
     )
     assert body.startswith("Fixes #9") and "| `x.py` | 2 | 1 |" in body and "1m 15s" in body
     assert "opened as ready for review" in body and "/agent retry" in body
+
+
+def test_pr_body_flags_dropped_tests_and_what_could_not_be_checked() -> None:
+    stats = {"exit_status": "Submitted", "steps": 1, "prompt_tokens": 1, "completion_tokens": 1, "elapsed": 1}
+    common: dict[str, Any] = {
+        "issue": {"number": 9, "title": "T"},
+        "run": RUN,
+        "stats": stats,
+        "diffstat": [],
+        "summary": "",
+        "checks": [],
+        "links": {"run": None},
+        "draft_fallback": False,
+    }
+    body = render(
+        "pr_body.md",
+        **common,
+        dropped="drops existing tests: tests/test_ops.py::MulTest::test_mul",
+        dropped_notes=["web/a.test.js: not checked for dropped tests (only Python test files are)"],
+    )
+    assert "> [!WARNING]\n> This change drops existing tests: tests/test_ops.py::MulTest::test_mul." in body
+    assert "> [!NOTE]\n> - web/a.test.js: not checked for dropped tests (only Python test files are)." in body
+    plain = render("pr_body.md", **common, dropped="", dropped_notes=[])
+    assert "[!WARNING]" not in plain and "[!NOTE]" not in plain

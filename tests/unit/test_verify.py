@@ -5,14 +5,17 @@ from __future__ import annotations
 import subprocess
 import threading
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from bot.pipeline.candidates import Candidate
+from bot.pipeline.candidates import Candidate, DroppedTests
+from bot.pipeline.capacity import SandboxSlots
 from bot.pipeline.change import Change
+from bot.pipeline.choose import choose
 from bot.pipeline.verify import STOPPED, verify
 from bot.repo_config.schema import RepoConfig
-from sandbox.base import SandboxConfig, SandboxError
+from sandbox.base import ExecResult, SandboxConfig, SandboxError
 from tests.support.candidates import CLAIM, FIX, REPO_TEST, REPRO, calc_base, candidate
 from tests.support.fake_sandbox import FakeSandbox
 
@@ -42,8 +45,55 @@ class Factory:
         return sandbox
 
 
-def _verify(cands: list[Candidate], base: Path, factory: Factory, repo: RepoConfig, **kw: object) -> None:
-    cancel = kw.pop("cancel", threading.Event())
+class Concurrent(Factory):
+    """A Factory that counts the sandboxes alive at once; the first `meet` started wait for each other."""
+
+    def __init__(self, meet: int = 0) -> None:
+        super().__init__()
+        self.alive = self.peak = 0
+        self._lock = threading.Lock()
+        self._meet = threading.Barrier(meet, timeout=20) if meet > 1 else None
+        self._to_meet = meet
+
+    def __call__(self, config: SandboxConfig, run_id: str) -> FakeSandbox:
+        sandbox = super().__call__(config, run_id)
+        with self._lock:
+            self.alive += 1
+            self.peak = max(self.peak, self.alive)
+            meets, self._to_meet = self._to_meet > 0, self._to_meet - 1
+        close, gone = sandbox.close, threading.Event()
+
+        def closing() -> None:
+            with self._lock:
+                if not gone.is_set():
+                    gone.set()
+                    self.alive -= 1
+            close()
+
+        sandbox.close = closing  # type: ignore[method-assign]
+        if meets and self._meet is not None:
+            self._meet.wait()  # sequential checks never get here twice: the barrier breaks and the test fails
+        return sandbox
+
+
+class Blocking(FakeSandbox):
+    """A sandbox whose checks run until it is removed (as a removed container ends its exec)."""
+
+    def __init__(self, running: threading.Semaphore) -> None:
+        super().__init__()
+        self.running, self.gone = running, threading.Event()
+
+    def run_check(self, command: str, *, timeout: float) -> ExecResult:
+        self.running.release()
+        self.gone.wait(30)
+        raise SandboxError("the container was removed")
+
+    def close(self) -> None:
+        self.gone.set()
+        super().close()
+
+
+def _verify(cands: list[Candidate], base: Path, factory: Any, repo: RepoConfig, **kw: Any) -> None:
     verify(
         cands,
         checkout=base,
@@ -52,8 +102,26 @@ def _verify(cands: list[Candidate], base: Path, factory: Factory, repo: RepoConf
         repo=repo,
         run_id="job",
         workdir=base.parent,
-        cancel=cancel,  # type: ignore[arg-type]
+        cancel=kw.pop("cancel", threading.Event()),
+        slots=kw.pop("slots", None),
     )
+
+
+def _three(where: Path) -> tuple[Path, list[Candidate]]:
+    base = calc_base(where)
+    return base, [candidate(base, 1, FIX, REPRO), candidate(base, 2, FIX, CLAIM), candidate(base, 3, REPRO)]
+
+
+def _verdicts(cands: list[Candidate]) -> list[tuple[object, ...]]:
+    """What verify decided for each candidate, without the outputs (their paths differ per sandbox)."""
+    found = []
+    for c in cands:
+        rep = c.reproduction
+        assert rep is not None and c.test is not None
+        found.append(
+            (rep.files, rep.fails_before, rep.passes_after, rep.detail, rep.command, c.cross, c.test["passed"])
+        )
+    return found
 
 
 @pytest.fixture
@@ -164,3 +232,75 @@ def test_setup_runs_on_the_base_commit_with_the_attempts_network_then_the_tree_i
     assert sorted(factory.disconnected) == sorted(factory.started)  # cut after setup, in every sandbox
     assert deleting.test is not None and deleting.test["passed"], deleting.test
     assert "return a + b" in factory.trees["job-verify-1-after"]["calc/ops.py"]
+
+
+def test_candidates_are_checked_at_once_within_the_slots_with_the_same_verdicts(tmp_path: Path) -> None:
+    one_base, one_by_one = _three(tmp_path / "one")
+    sequential = Concurrent()
+    _verify(one_by_one, one_base, sequential, RepoConfig(test=REPO_TEST), slots=SandboxSlots(1))
+    assert sequential.peak == 1
+
+    base, at_once = _three(tmp_path / "two")
+    slots, factory = SandboxSlots(2), Concurrent(meet=2)
+    _verify(at_once, base, factory, RepoConfig(test=REPO_TEST), slots=slots)
+
+    assert factory.peak == 2  # two candidates' sandboxes at once, never more than the worker's slots
+    assert len(factory.started) == 8 and all(s.closed for s in factory.started.values())
+    assert _verdicts(at_once) == _verdicts(one_by_one)
+    assert (at_once[1].cross, at_once[2].cross) == ({1: True}, {1: False})
+    first, second = choose(one_by_one), choose(at_once)
+    assert [c.index for c in second.ranking] == [c.index for c in first.ranking] == [1, 2, 3]
+    assert second.reasons == first.reasons
+    assert slots.try_take() and slots.try_take() and not slots.try_take()  # every slot given back
+
+
+def test_a_check_that_crashes_ends_only_its_own_candidate(base: Path) -> None:
+    good, claimed = candidate(base, 1, FIX, REPRO), candidate(base, 2, FIX, CLAIM)
+    factory = Factory()
+
+    def crashing(config: SandboxConfig, run_id: str) -> FakeSandbox:
+        if run_id.startswith("job-verify-1-"):
+            raise RuntimeError("a bug")
+        return factory(config, run_id)
+
+    _verify([good, claimed], base, crashing, RepoConfig(test=REPO_TEST))
+    assert good.reproduction is not None and not good.reproduction.valid
+    assert good.reproduction.detail == "its verification crashed: RuntimeError: a bug"
+    assert good.test is not None and good.test["returncode"] == -1
+    assert claimed.reproduction is not None and claimed.reproduction.fails_before is False
+    assert claimed.test is not None and claimed.test["passed"] and claimed.cross == {}
+    assert sorted(factory.started) == ["job-verify-2-after", "job-verify-2-before"]
+
+
+def test_a_stop_ends_the_checks_running_and_those_waiting_for_a_slot(tmp_path: Path) -> None:
+    base, cands = _three(tmp_path)
+    running, started, cancel, slots = threading.Semaphore(0), [], threading.Event(), SandboxSlots(2)
+
+    def blocking(config: SandboxConfig, run_id: str) -> Blocking:
+        started.append(sandbox := Blocking(running))
+        return sandbox
+
+    job = threading.Thread(
+        target=_verify,
+        args=(cands, base, blocking, RepoConfig(test=REPO_TEST)),
+        kwargs={"cancel": cancel, "slots": slots},
+    )
+    job.start()
+    assert running.acquire(timeout=30) and running.acquire(timeout=30)  # two checks running, the third waits
+    cancel.set()
+    job.join(30)
+    assert not job.is_alive()
+    assert len(started) == 2 and all(s.closed for s in started)  # nothing started after the stop
+    assert [c.reproduction.detail if c.reproduction else None for c in cands] == [STOPPED] * 3
+    assert slots.try_take() and slots.try_take()
+
+
+def test_the_tests_a_change_drops_are_found_in_the_workers_own_trees(base: Path) -> None:
+    # The real 1.5B's calc attempt: its reproduction was written over tests/test_ops.py, and MulTest was gone.
+    rewriting = candidate(base, 1, FIX, ("tests/test_ops.py", REPRO[1]))
+    keeping = candidate(base, 2, FIX, REPRO)
+    _verify([rewriting, keeping], base, Factory(), RepoConfig(test=REPO_TEST))
+    assert rewriting.dropped == DroppedTests(tests=["tests/test_ops.py::MulTest::test_mul"])
+    assert keeping.dropped == DroppedTests()
+    assert rewriting.reproduction is not None and rewriting.reproduction.valid  # as good by every other count
+    assert choose([rewriting, keeping]).chosen is keeping

@@ -1,0 +1,34 @@
+"""What a job talks to (GitHub, sandboxes, the model, the ledger's hooks), passed in so tests can swap in fakes."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from bot.agent.config import MiniFixAgentConfig, ModelConfig
+from bot.agent.model_base import Model
+from bot.github.gateway import GitHubGateway
+from bot.pipeline.admit import RememberLabel
+from bot.pipeline.capacity import SandboxSlots
+from bot.pipeline.control import StopRuns
+from bot.settings import Settings
+from sandbox.base import Sandbox, SandboxConfig
+
+
+@dataclass
+class PipelineDeps:
+    """Everything a job talks to, passed in so tests can swap in fakes."""
+
+    settings: Settings
+    github: Callable[[int, str], GitHubGateway]  # (installation id, "owner/name") -> gateway
+    sandbox: Callable[[SandboxConfig, str], Sandbox]  # (config, run id) -> a started sandbox
+    model: Callable[[ModelConfig], Model]
+    agent_config: MiniFixAgentConfig
+    clock: Callable[[], float] = time.monotonic
+    workdir: Path | None = None  # parent of the per-run checkout directories (None: the system temp dir)
+    stop_runs: StopRuns | None = None  # Ledger.cancel, for `/agent stop` jobs
+    remember_label: RememberLabel | None = None  # Ledger.remember_label: the webhook path learns renamed labels
+    save_trajectory: Callable[[str, str], None] | None = None  # (run id, JSON): where every API replica reads it
+    sandbox_slots: SandboxSlots | None = None  # the worker-wide bound on sandboxes, attempts' and verify's (None: none)

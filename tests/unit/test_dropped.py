@@ -1,0 +1,94 @@
+"""Existing tests a change drops, found by the worker in its own trees with Python's `ast` (nothing is run)."""
+
+from __future__ import annotations
+
+import shutil
+from dataclasses import replace
+from pathlib import Path
+
+from bot.pipeline import trees
+from bot.pipeline.dropped import MAX_BYTES, defined_tests, dropped_tests
+from bot.repo_config.schema import RepoConfig
+from tests.support.buggy_repos import build
+from tests.support.candidates import CALC, FIX, REPRO, calc_base, candidate
+
+GLOBS = RepoConfig().test_paths
+SUITE = """import unittest
+
+
+def test_module_level():
+    pass
+
+
+async def test_async():
+    pass
+
+
+def helper():
+    pass
+
+
+class OpsTest(unittest.TestCase):
+    def setUp(self):
+        pass
+
+    def test_add(self):
+        pass
+
+    class Inner:
+        def test_nested(self):
+            pass
+"""
+
+
+def _after(base: Path, where: Path, *files: tuple[str, str | None]) -> tuple[Path, list[str]]:
+    """The tree the worker's git builds from a candidate writing (or deleting) `files`, and the change's paths."""
+    change = candidate(base, 9, *files).change
+    assert change is not None
+    trees.base_tree(base, where)
+    trees.apply(where, change.diff)
+    return where, change.paths
+
+
+def test_test_functions_and_methods_are_read_from_the_source_never_run() -> None:
+    names = defined_tests(SUITE.encode())
+    assert names == {"test_module_level", "test_async", "OpsTest::test_add", "OpsTest::Inner::test_nested"}
+    assert defined_tests(b"import os; os._exit(3)\ndef test_x(): pass\n") == {"test_x"}  # parsed, not imported
+    assert defined_tests(b"def test_x(:\n") is None  # not Python: nobody can tell
+    assert defined_tests(b"def test_x(): pass\0\n") is None
+    assert defined_tests(b"#" * (MAX_BYTES + 1)) is None
+
+
+def test_a_rewritten_test_file_that_loses_a_test_is_found(tmp_path: Path) -> None:
+    base = calc_base(tmp_path)
+    rewritten = REPRO[1].replace("AddTest", "MulTest")  # the real 1.5B's calc attempt: MulTest.test_mul gone
+    after, paths = _after(base, tmp_path / "after", FIX, ("tests/test_ops.py", rewritten))
+    found = dropped_tests(base, after, paths, GLOBS)
+    assert found.tests == ["tests/test_ops.py::MulTest::test_mul"] and found.unparsed == found.unchecked == []
+
+
+def test_kept_tests_new_files_and_code_files_drop_nothing(tmp_path: Path) -> None:
+    base = calc_base(tmp_path)
+    kept = (base / "tests/test_ops.py").read_text() + "\n    def test_more(self):\n        pass\n"
+    after, paths = _after(base, tmp_path / "after", FIX, REPRO, ("tests/test_ops.py", kept))
+    found = dropped_tests(base, after, paths, GLOBS)
+    assert found.tests == [] and found.unparsed == [] and found.unchecked == []
+
+
+def test_a_deleted_test_file_drops_all_its_tests_and_bad_syntax_cannot_be_told(tmp_path: Path) -> None:
+    base = calc_base(tmp_path)
+    after, paths = _after(base, tmp_path / "deleted", FIX, ("tests/test_ops.py", None))
+    assert dropped_tests(base, after, paths, GLOBS).tests == ["tests/test_ops.py::MulTest::test_mul"]
+
+    shutil.rmtree(base.parent / "attempt-9")
+    after, paths = _after(base, tmp_path / "broken", ("tests/test_ops.py", "class MulTest(:\n"))
+    found = dropped_tests(base, after, paths, GLOBS)
+    assert found.tests == [] and found.unparsed == ["tests/test_ops.py"]
+
+
+def test_test_files_in_other_languages_are_listed_as_not_checked(tmp_path: Path) -> None:
+    js = {"tests/ops.test.js": "test('mul', () => {});\n", "tests/fixture.json": "{}\n"}
+    base = build(replace(CALC, files={**CALC.files, **js}), tmp_path / "calc")
+    after, paths = _after(base, tmp_path / "after", ("tests/ops.test.js", "// gone\n"), ("tests/fixture.json", "[]\n"))
+    found = dropped_tests(base, after, paths, GLOBS)
+    assert found.unchecked == ["tests/ops.test.js"] and found.tests == [] and found.unparsed == []
