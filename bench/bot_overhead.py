@@ -110,15 +110,21 @@ def report(
     print(f"{len(arrivals)} model requests; {'cold worker (its first job)' if cold else 'warm worker'}")
     print(f"job wall (label -> job finished)   {wall:8.2f} s")
     print(f"model time (sum of handler times)  {model:8.2f} s")
-    print(f"bot overhead                       {wall - model:8.2f} s = {overhead * 100:.2f}% of wall; "
-          f"target {TARGET * 100:g}%; overhead / target = {overhead / TARGET:.2f}x")
+    print(
+        f"bot overhead                       {wall - model:8.2f} s = {overhead * 100:.2f}% of wall; "
+        f"target {TARGET * 100:g}%; overhead / target = {overhead / TARGET:.2f}x"
+    )
     print(f"  label -> first model request     {arrivals[0] - sent:8.2f} s")
-    print(f"  between replies (reply sent -> next request) {sum(gaps):8.2f} s over {len(gaps)} steps, "
-          f"median {statistics.median(gaps) * 1000:.0f} ms")
+    print(
+        f"  between replies (reply sent -> next request) {sum(gaps):8.2f} s over {len(gaps)} steps, "
+        f"median {statistics.median(gaps) * 1000:.0f} ms"
+    )
     print(f"  last reply -> job finished       {finished - replied[-1]:8.2f} s (diff, push, PR, comments)")
     if actions:
-        print(f"  per action (reply recorded -> observation recorded, trajectory): "
-              f"median {statistics.median(actions) * 1000:.0f} ms, max {max(actions) * 1000:.0f} ms, n={len(actions)}")
+        print(
+            f"  per action (reply recorded -> observation recorded, trajectory): "
+            f"median {statistics.median(actions) * 1000:.0f} ms, max {max(actions) * 1000:.0f} ms, n={len(actions)}"
+        )
 
 
 if __name__ == "__main__":

@@ -123,8 +123,11 @@ def main() -> None:
         print(f"{args.jobs} jobs of {args.job_seconds:g} s, {args.slots} slot(s) per worker process")
         report(results, args.jobs, args.jobs * args.job_seconds / args.slots)
         return
-    print(f"{args.jobs} real jobs ({len(FIX_STEPS)} model steps each, model delay {args.model_delay:g} s), "
-          f"{os.cpu_count()} CPUs; serve --no-worker + N `mini-fix worker` (1 slot each), SQLite", flush=True)
+    print(
+        f"{args.jobs} real jobs ({len(FIX_STEPS)} model steps each, model delay {args.model_delay:g} s), "
+        f"{os.cpu_count()} CPUs; serve --no-worker + N `mini-fix worker` (1 slot each), SQLite",
+        flush=True,
+    )
     results = {n: pipeline_run(n, args.jobs, args.model_delay, args.timeout) for n in (1, 2)}
     report(results, args.jobs, None)
 

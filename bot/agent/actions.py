@@ -29,9 +29,7 @@ def _compile(template: str) -> Template:
     return compiled
 
 
-def parse_action(
-    content: str, *, action_regex: str, format_error_template: str, finish_reason: str | None
-) -> str:
+def parse_action(content: str, *, action_regex: str, format_error_template: str, finish_reason: str | None) -> str:
     """The reply's one command; zero or several raise FormatError with the message to send instead."""
     if action_regex == ACTION_REGEX:  # the default: the same matches in linear time (a hostile reply cannot stall us)
         actions = find_actions(content)

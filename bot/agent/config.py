@@ -43,8 +43,7 @@ class AgentConfig(BaseModel):
     repeated_failure_limit: int = 0
     """Failures (non-zero exit) after which the same command is refused, not run again (0 = off, as upstream)."""
     repeated_failure_template: str = (
-        "This command was not run: it already failed {{failures}} times. "
-        "Try a different approach."
+        "This command was not run: it already failed {{failures}} times. Try a different approach."
     )
     """Jinja2 template of the message sent instead of running a refused command (`command`, `failures`)."""
     first_action_only: bool = False
@@ -118,7 +117,9 @@ class MiniFixAgentConfig(BaseModel):
 
 
 SECTIONS: dict[str, type[BaseModel]] = {
-    "agent": AgentConfig, "model": ModelConfig, "environment": EnvironmentConfig,
+    "agent": AgentConfig,
+    "model": ModelConfig,
+    "environment": EnvironmentConfig,
 }
 
 # mini-swe-agent 1.x kept these under `agent:`; 2.x moved them to `model:`.
@@ -132,11 +133,20 @@ LEGACY_AGENT_KEYS = {
 IGNORED_KEYS = {
     "agent": {"mode", "whitelist_actions", "confirm_exit", "output_path", "agent_class"},
     "model": {
-        "model_class", "litellm_model_registry", "set_cache_control", "cost_tracking", "multimodal_regex",
+        "model_class",
+        "litellm_model_registry",
+        "set_cache_control",
+        "cost_tracking",
+        "multimodal_regex",
     },
     "environment": {
-        "environment_class", "forward_env", "run_args", "container_timeout", "interpreter",
-        "executable", "pull_timeout",
+        "environment_class",
+        "forward_env",
+        "run_args",
+        "container_timeout",
+        "interpreter",
+        "executable",
+        "pull_timeout",
     },
     "": {"run"},
 }

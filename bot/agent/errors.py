@@ -69,9 +69,7 @@ class ModelBadRequest(ModelError):
     """The model server rejected the request as malformed (400/422)."""
 
 
-def exit_message(
-    exit_status: str, content: str | None = None, submission: str = "", **extra: Any
-) -> dict[str, Any]:
+def exit_message(exit_status: str, content: str | None = None, submission: str = "", **extra: Any) -> dict[str, Any]:
     """The final `role: exit` message mini-swe-agent trajectories end with."""
     return {
         "role": "exit",

@@ -190,8 +190,11 @@ class Agent:
         else:
             content = self.render(self.config.model.observation_template, output=result.as_dict())
         extra = {
-            "raw_output": result.output, "returncode": result.returncode,
-            "exception_info": result.exception_info, "timestamp": time.time(), **result.extra,
+            "raw_output": result.output,
+            "returncode": result.returncode,
+            "exception_info": result.exception_info,
+            "timestamp": time.time(),
+            **result.extra,
         }
         return {"role": "user", "content": content, "extra": extra}
 
@@ -218,16 +221,24 @@ class Agent:
     def reply_extra(self, reply: ModelReply, actions: list[str]) -> dict[str, Any]:
         """What we keep about a reply besides its text (never sent to the model)."""
         return {
-            "actions": [{"command": a} for a in actions], "cost": reply.cost,
+            "actions": [{"command": a} for a in actions],
+            "cost": reply.cost,
             "usage": {"prompt_tokens": reply.prompt_tokens, "completion_tokens": reply.completion_tokens},
-            "finish_reason": reply.finish_reason, "timestamp": time.time(),
+            "finish_reason": reply.finish_reason,
+            "timestamp": time.time(),
         }
 
     def step_event(self, command: str | None, rc: int | None, format_error: bool = False) -> StepEvent:
         """A progress report for the step just taken."""
         return StepEvent(
-            self.n_calls, self.config.agent.step_limit, command, rc,
-            self.prompt_tokens, self.completion_tokens, self.elapsed(), format_error,
+            self.n_calls,
+            self.config.agent.step_limit,
+            command,
+            rc,
+            self.prompt_tokens,
+            self.completion_tokens,
+            self.elapsed(),
+            format_error,
         )
 
     def elapsed(self) -> float:
@@ -258,6 +269,12 @@ class Agent:
         """The run's outcome, from the exit message."""
         extra = self.messages[-1].get("extra", {})
         return AgentResult(
-            extra.get("exit_status", ""), extra.get("submission", ""), self.n_calls, self.prompt_tokens,
-            self.completion_tokens, self.cost, self.elapsed(), self.messages,
+            extra.get("exit_status", ""),
+            extra.get("submission", ""),
+            self.n_calls,
+            self.prompt_tokens,
+            self.completion_tokens,
+            self.cost,
+            self.elapsed(),
+            self.messages,
         )

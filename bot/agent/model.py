@@ -27,8 +27,13 @@ log = structlog.get_logger(__name__)
 
 # litellm exception names worth another try: the server may come back. Not Timeout: a model too slow for the
 # per-call timeout would be as slow again on the same prompt (litellm's Timeout is not an APIConnectionError).
-TRANSIENT = ("APIConnectionError", "RateLimitError", "InternalServerError",
-             "ServiceUnavailableError", "BadGatewayError")
+TRANSIENT = (
+    "APIConnectionError",
+    "RateLimitError",
+    "InternalServerError",
+    "ServiceUnavailableError",
+    "BadGatewayError",
+)
 # Never retried. Order matters: ContextWindowExceededError is a BadRequestError.
 PERMANENT: tuple[tuple[str, type[ModelError]], ...] = (
     ("Timeout", ModelTimeout),

@@ -25,9 +25,7 @@ class Published:
     draft_fallback: bool
 
 
-def push_change(
-    gh: GitHubGateway, checkout: Path, diff: str, *, issue: Issue, run: RunInfo, token: str
-) -> None:
+def push_change(gh: GitHubGateway, checkout: Path, diff: str, *, issue: Issue, run: RunInfo, token: str) -> None:
     """Apply the diff to the worker's checkout, commit as the bot user, force-push the issue's branch."""
     try:
         gitops.apply_diff(checkout, diff)
@@ -42,9 +40,7 @@ def open_or_update_pr(gh: GitHubGateway, *, issue: Issue, base: str, body_vars: 
     branch = gitops.branch_name(issue.number)
     existing = gh.find_open_pr(branch)
     if existing is not None:
-        gh.update_pr(
-            existing.number, title=issue.title, body=_body(body_vars, draft_fallback=not existing.draft)
-        )
+        gh.update_pr(existing.number, title=issue.title, body=_body(body_vars, draft_fallback=not existing.draft))
         return Published(existing, created=False, draft_fallback=not existing.draft)
     pr = gh.create_pr(title=issue.title, body=_body(body_vars, draft_fallback=False), head=branch, base=base)
     if not pr.draft:  # drafts unavailable here: say so in the body
@@ -56,9 +52,7 @@ def _body(body_vars: dict[str, Any], *, draft_fallback: bool) -> str:
     return fit(render("pr_body.md", draft_fallback=draft_fallback, **body_vars))
 
 
-def pr_body_vars(
-    issue: Issue, run: RunInfo, result: AgentResult, diff: str, run_link: str | None
-) -> dict[str, Any]:
+def pr_body_vars(issue: Issue, run: RunInfo, result: AgentResult, diff: str, run_link: str | None) -> dict[str, Any]:
     """What the PR body template needs."""
     stats = {
         "exit_status": result.exit_status,
@@ -88,7 +82,5 @@ def attach_trajectory(
     run_link: str | None,
 ) -> None:
     """Post the trajectory as one collapsed comment on the PR."""
-    body = render_trajectory(
-        steps_from_messages(messages), run=run, exit_status=exit_status, run_link=run_link
-    )
+    body = render_trajectory(steps_from_messages(messages), run=run, exit_status=exit_status, run_link=run_link)
     gh.create_comment(pr.number, body)

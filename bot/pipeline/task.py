@@ -31,9 +31,7 @@ def cap(text: str, limit: int) -> str:
     return text[: max(0, limit - len(note))] + note
 
 
-def build_task(
-    issue: Issue, comments: list[Comment], *, can_write: Callable[[str], bool], guidance: str = ""
-) -> str:
+def build_task(issue: Issue, comments: list[Comment], *, can_write: Callable[[str], bool], guidance: str = "") -> str:
     """The task text: title, body, writers' comments (oldest first), then any retry guidance."""
     parts = [f"# {clean(issue.title)}", cap(clean(issue.body), MAX_BODY_CHARS) or "(no description)"]
     written = _writers_comments(comments, can_write)

@@ -88,9 +88,7 @@ def render_trajectory(
     where = f"Full trajectory: {run_link or stored}."
 
     def draw(shown: list[Step], notes: list[str]) -> str:
-        return render(
-            "trajectory_comment.md", steps=shown, notes=[*notes, where], run=run, exit_status=exit_status
-        )
+        return render("trajectory_comment.md", steps=shown, notes=[*notes, where], run=run, exit_status=exit_status)
 
     def fits(shown: list[Step]) -> bool:
         return len(draw(shown, [])) <= budget - NOTE_ROOM
@@ -144,10 +142,7 @@ def _drop_old_outputs(steps: list[Step], fits: Callable[[list[Step]], bool]) -> 
 
 
 def _drop_thoughts(steps: list[Step], fits: Callable[[list[Step]], bool]) -> tuple[list[Step], str]:
-    shown = [
-        replace(s, thought="", output=None, elided="omitted" if s.output is not None else s.elided)
-        for s in steps
-    ]
+    shown = [replace(s, thought="", output=None, elided="omitted" if s.output is not None else s.elided) for s in steps]
     return shown, "All outputs and the agent's thoughts were omitted; every command is shown."
 
 
@@ -156,9 +151,7 @@ def _cap_commands(steps: list[Step], fits: Callable[[list[Step]], bool]) -> tupl
     keep = _largest_fitting(
         80,
         20_000,
-        lambda k: fits(
-            [replace(s, command=elide_middle(s.command, k)[0]) if s.command else s for s in steps]
-        ),
+        lambda k: fits([replace(s, command=elide_middle(s.command, k)[0]) if s.command else s for s in steps]),
     )
     shown = [replace(s, command=elide_middle(s.command, keep)[0]) if s.command else s for s in steps]
     return shown, "Commands were too long for one comment: the middle of the longest ones was elided."

@@ -144,7 +144,7 @@ def serve(flow: SetupFlow, port: int) -> tuple[ThreadingHTTPServer, threading.Ev
                 return self._reply(400, html.escape(str(exc)))
             done.set()
             link = html.escape(install_url(app), quote=True)
-            self._reply(200, f"<p>Saved. Now <a href=\"{link}\">install the App</a>; you can close this tab.</p>")
+            self._reply(200, f'<p>Saved. Now <a href="{link}">install the App</a>; you can close this tab.</p>')
 
         def _reply(self, status: int, body: str) -> None:
             raw = body.encode()

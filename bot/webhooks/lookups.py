@@ -59,9 +59,7 @@ class CachedReads:
                 installation_id, self._ledger.installation_active, self._ttl, self._clock()
             )
 
-    def count_jobs(
-        self, installation_id: int, status: JobStatus, *, other_than: tuple[str, int] | None = None
-    ) -> int:
+    def count_jobs(self, installation_id: int, status: JobStatus, *, other_than: tuple[str, int] | None = None) -> int:
         return self._ledger.count_jobs(installation_id, status, other_than=other_than)  # a cap must be exact
 
     def forget(self) -> None:

@@ -100,8 +100,12 @@ def test_labeled_issue_becomes_a_draft_pr(github: FakeGitHub, tmp_path: Path) ->
             response = deliver(f"{app.url}/webhook", "issues", labeled(REPO, issue, sender="alice"), SECRET)
             assert response.status_code == 202, response.text
             pr = wait_for(lambda: github.pulls, 240, "a pull request", app.log)[0]
-            wait_for(lambda: any("<details>" in c["body"] for c in github.comments_on(REPO, pr["number"])),
-                     60, "the trajectory comment", app.log)
+            wait_for(
+                lambda: any("<details>" in c["body"] for c in github.comments_on(REPO, pr["number"])),
+                60,
+                "the trajectory comment",
+                app.log,
+            )
             wait_for(lambda: jobs(tmp_path / "data", app.env)[0]["status"] == "succeeded", 60, "job done", app.log)
         finally:
             app.stop()
@@ -187,8 +191,15 @@ def test_retry_on_the_pr_carries_guidance_and_updates_the_same_pr(github: FakeGi
             comment = pr_comment(REPO, pr["number"], "/agent retry use the helper sum() instead", sender="alice")
             assert deliver(f"{app.url}/webhook", "issue_comment", comment, SECRET).status_code == 202
             wait_for(lambda: len(model.requests) == 6, 240, "the retry's model calls", app.log)
-            wait_for(lambda: [j["status"] for j in jobs(tmp_path / "data", app.env)][:1] == ["succeeded"]
-                     and len(jobs(tmp_path / "data", app.env)) == 2, 120, "run 2", app.log)
+            wait_for(
+                lambda: (
+                    [j["status"] for j in jobs(tmp_path / "data", app.env)][:1] == ["succeeded"]
+                    and len(jobs(tmp_path / "data", app.env)) == 2
+                ),
+                120,
+                "run 2",
+                app.log,
+            )
         finally:
             app.stop()
     assert "use the helper sum() instead" in model.requests[3]["messages"][1]["content"]

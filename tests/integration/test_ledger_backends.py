@@ -176,9 +176,7 @@ def test_a_failing_write_does_not_sink_its_batch(tmp_path: Path) -> None:
     with connect() as conn:
         conn.execute("CREATE TABLE t (v INTEGER UNIQUE)")
     writer = GroupCommitWriter(connect)
-    futures = [
-        writer.submit(lambda c, v=v: c.execute("INSERT INTO t VALUES (?)", (v,)).rowcount) for v in (1, 1, 2)
-    ]
+    futures = [writer.submit(lambda c, v=v: c.execute("INSERT INTO t VALUES (?)", (v,)).rowcount) for v in (1, 1, 2)]
     assert futures[0].result() == 1 and futures[2].result() == 1
     with pytest.raises(sqlite3.IntegrityError):
         futures[1].result()
@@ -204,9 +202,7 @@ def test_postgres_writer_isolates_a_failing_write(settings: Settings) -> None:
     with psycopg.connect(url, autocommit=True) as conn:
         conn.execute("CREATE TABLE t (v INTEGER UNIQUE)")
     writer = PostgresGroupCommitWriter(lambda: psycopg.connect(url, autocommit=True))
-    futures = [
-        writer.submit(lambda c, v=v: c.execute("INSERT INTO t VALUES (%s)", (v,)).rowcount) for v in (1, 1, 2)
-    ]
+    futures = [writer.submit(lambda c, v=v: c.execute("INSERT INTO t VALUES (%s)", (v,)).rowcount) for v in (1, 1, 2)]
     assert futures[0].result() == 1 and futures[2].result() == 1
     with pytest.raises(psycopg.errors.UniqueViolation):
         futures[1].result()

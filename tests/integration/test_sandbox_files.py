@@ -65,10 +65,7 @@ def test_the_diff_has_new_and_changed_files_but_not_ignored_ones(
     sandbox: DockerSandbox, checkout: Path, tmp_path: Path
 ) -> None:
     sandbox.copy_in(checkout)
-    edit = (
-        "sed -i s/41/42/ app.py && printf 'notes\\n' > NOTES.md"
-        " && printf '\\0\\1\\2' > blob.bin && echo x > run.log"
-    )
+    edit = "sed -i s/41/42/ app.py && printf 'notes\\n' > NOTES.md && printf '\\0\\1\\2' > blob.bin && echo x > run.log"
     assert sandbox.execute(edit).returncode == 0
     sandbox.execute("git add -A && git commit -qm 'the agent committed some of it' && echo more >> NOTES.md")
     patch = sandbox.diff()
@@ -94,9 +91,7 @@ def test_copying_into_a_directory_the_image_lacks_makes_it_the_users(
 
 def test_a_missing_image_says_how_to_build_it(docker_client: docker.DockerClient) -> None:
     with pytest.raises(ImageMissing, match=r"ensure-docker\.sh"):
-        DockerSandbox.start(
-            small_config(image="mini-fix-no-such-image:nope"), "test-missing", client=docker_client
-        )
+        DockerSandbox.start(small_config(image="mini-fix-no-such-image:nope"), "test-missing", client=docker_client)
 
 
 def test_no_engine_says_where_it_looked(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

@@ -104,9 +104,7 @@ def test_repeated_format_errors_end_the_run() -> None:
 
 
 def test_a_clean_step_resets_the_format_error_count() -> None:
-    agent, _, _ = make_agent(
-        ["x", "x", bash("true"), "x", "x", SUBMIT], agent={"max_consecutive_format_errors": 3}
-    )
+    agent, _, _ = make_agent(["x", "x", bash("true"), "x", "x", SUBMIT], agent={"max_consecutive_format_errors": 3})
     assert agent.run("task").exit_status == "Submitted"
 
 
@@ -140,9 +138,7 @@ def test_wall_time_limit_uses_the_injected_clock() -> None:
     def advance(event: StepEvent) -> None:
         clock.now += 400
 
-    agent, _, _ = make_agent(
-        [bash("true")] * 5, agent={"wall_time_limit_seconds": 1000}, clock=clock, on_step=advance
-    )
+    agent, _, _ = make_agent([bash("true")] * 5, agent={"wall_time_limit_seconds": 1000}, clock=clock, on_step=advance)
     result = agent.run("task")
     assert (result.exit_status, result.steps, result.elapsed_seconds) == ("TimeExceeded", 3, 1200)
 
@@ -238,9 +234,7 @@ def test_an_unexpected_error_is_recorded_then_raised() -> None:
 def test_extra_template_variables_reach_the_prompts() -> None:
     config = load_config(overrides={"agent": {"instance_template": "{{task}} in {{repo}} on {{system}}"}})
     agent = Agent(ScriptedModel([SUBMIT]), FakeSandbox(), config)
-    assert (
-        agent.run("Fix it", repo="octo/widgets").messages[1]["content"] == "Fix it in octo/widgets on Linux"
-    )
+    assert agent.run("Fix it", repo="octo/widgets").messages[1]["content"] == "Fix it in octo/widgets on Linux"
 
 
 def test_a_missing_template_variable_is_an_error() -> None:
@@ -252,7 +246,5 @@ def test_a_missing_template_variable_is_an_error() -> None:
 def test_legacy_timeout_template_renders_timeouts() -> None:
     timed_out = ExecResult("half", -1, "timed out")
     config = load_config(overrides={"agent": {"timeout_template": "KILLED {{action.action}}: {{output}}"}})
-    agent = Agent(
-        ScriptedModel([bash("sleep 9"), SUBMIT]), FakeSandbox(results={"sleep 9": timed_out}), config
-    )
+    agent = Agent(ScriptedModel([bash("sleep 9"), SUBMIT]), FakeSandbox(results={"sleep 9": timed_out}), config)
     assert agent.run("task").messages[3]["content"] == "KILLED sleep 9: half"

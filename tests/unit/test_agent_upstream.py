@@ -149,9 +149,7 @@ def test_same_replies_same_messages(upstream: SimpleNamespace, path: Path) -> No
 
 @pytest.mark.parametrize("path", upstream_config_files(), ids=lambda p: p.name)
 def test_same_messages_when_format_errors_end_the_run(upstream: SimpleNamespace, path: Path) -> None:
-    theirs, ours = run_both(
-        upstream, path, [bash("true"), "a", "b", "c"], {"max_consecutive_format_errors": 3}
-    )
+    theirs, ours = run_both(upstream, path, [bash("true"), "a", "b", "c"], {"max_consecutive_format_errors": 3})
     assert role_content(ours) == role_content(theirs)
     assert ours[-1]["extra"]["exit_status"] == "RepeatedFormatError"
 

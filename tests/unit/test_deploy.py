@@ -36,9 +36,7 @@ def test_compose_files_are_valid(files: list[str], tmp_path: Path) -> None:
     (tmp_path / "github-app.private-key.pem").write_text("")
     args = [arg for name in files for arg in ("-f", name)]
     env = {**os.environ, "POSTGRES_PASSWORD": "example"}
-    result = subprocess.run(
-        [*compose_binary(), *args, "config"], cwd=tmp_path, env=env, capture_output=True, text=True
-    )
+    result = subprocess.run([*compose_binary(), *args, "config"], cwd=tmp_path, env=env, capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
     services = yaml.safe_load(result.stdout)["services"]
     assert {"app", "vllm"} <= set(services)
@@ -57,9 +55,7 @@ def test_kubernetes_manifests_pass_the_schemas(path: Path) -> None:
 
 
 def test_kubernetes_has_the_pieces_the_guide_names() -> None:
-    kinds = {
-        (d["kind"], d["metadata"]["name"]) for p in MANIFESTS for d in yaml.safe_load_all(p.read_text()) if d
-    }
+    kinds = {(d["kind"], d["metadata"]["name"]) for p in MANIFESTS for d in yaml.safe_load_all(p.read_text()) if d}
     assert {("Deployment", "mini-fix-api"), ("Service", "mini-fix-api"), ("Deployment", "mini-fix-worker"),
             ("Secret", "mini-fix"), ("Deployment", "vllm")} <= kinds  # fmt: skip
     vllm = next(d for d in yaml.safe_load_all((DEPLOY / "k8s" / "vllm.yaml").read_text()) if d["kind"] == "Deployment")

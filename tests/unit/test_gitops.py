@@ -108,12 +108,7 @@ def test_protected_paths_catch_workflows_and_configured_globs() -> None:
     assert gitops.protected_paths(WORKFLOW_DIFF) == [".github/workflows/ci.yml"]
     assert gitops.protected_paths(WORKFLOW_DIFF, ["src/*.py"]) == [".github/workflows/ci.yml", "src/app.py"]
     assert gitops.protected_paths(WORKFLOW_DIFF, ["src/"]) == [".github/workflows/ci.yml", "src/app.py"]
-    assert (
-        gitops.protected_paths(
-            WORKFLOW_DIFF.split("diff --git a/src")[0].replace(".github/workflows", "docs")
-        )
-        == []
-    )
+    assert gitops.protected_paths(WORKFLOW_DIFF.split("diff --git a/src")[0].replace(".github/workflows", "docs")) == []
 
 
 def test_changed_paths_sees_renames_and_quoted_names() -> None:

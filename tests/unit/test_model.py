@@ -30,9 +30,7 @@ MESSAGES: list[dict[str, Any]] = [
 ]
 
 
-def completion(
-    content: str = "THOUGHT: ok", prompt_tokens: int = 12, completion_tokens: int = 3
-) -> httpx.Response:
+def completion(content: str = "THOUGHT: ok", prompt_tokens: int = 12, completion_tokens: int = 3) -> httpx.Response:
     return httpx.Response(
         200,
         json={
@@ -40,9 +38,7 @@ def completion(
             "object": "chat.completion",
             "created": 1,
             "model": "served",
-            "choices": [
-                {"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}
-            ],
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}],
             "usage": {
                 "prompt_tokens": prompt_tokens,
                 "completion_tokens": completion_tokens,
@@ -121,9 +117,7 @@ def test_an_unreachable_server_is_model_unavailable_naming_the_url(api: respx.Mo
     ("response", "ours"),
     [
         (
-            error(
-                400, "This model's maximum context length is 4096 tokens. However, you requested 9000 tokens"
-            ),
+            error(400, "This model's maximum context length is 4096 tokens. However, you requested 9000 tokens"),
             ContextWindowExceeded,
         ),
         (error(400, "temperature must be a number"), ModelBadRequest),
@@ -132,9 +126,7 @@ def test_an_unreachable_server_is_model_unavailable_naming_the_url(api: respx.Mo
     ],
     ids=["context-window", "400", "401", "404"],
 )
-def test_permanent_failures_are_not_retried(
-    api: respx.MockRouter, response: httpx.Response, ours: type
-) -> None:
+def test_permanent_failures_are_not_retried(api: respx.MockRouter, response: httpx.Response, ours: type) -> None:
     route = api.post(URL).mock(return_value=response)
     with pytest.raises(ours):
         vllm().query(MESSAGES)

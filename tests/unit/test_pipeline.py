@@ -94,9 +94,7 @@ class World:
         return [r["content"] for r in self.github.reactions if r["comment_id"] is None]
 
 
-def test_success_opens_a_draft_pr_with_the_change_and_the_trajectory(
-    github: FakeGitHub, tmp_path: Path
-) -> None:
+def test_success_opens_a_draft_pr_with_the_change_and_the_trajectory(github: FakeGitHub, tmp_path: Path) -> None:
     world = World(github, tmp_path, [FIX, bash(SUBMIT)])
     outcome = world.run()
     assert outcome.status == JobStatus.SUCCEEDED, outcome.error
@@ -124,9 +122,7 @@ def test_a_second_run_updates_the_same_pr(github: FakeGitHub, tmp_path: Path) ->
     assert "also add a comment" in world.model.requests[2][1]["content"]
 
 
-def test_requester_without_write_access_is_denied_with_one_comment(
-    github: FakeGitHub, tmp_path: Path
-) -> None:
+def test_requester_without_write_access_is_denied_with_one_comment(github: FakeGitHub, tmp_path: Path) -> None:
     github.set_permission("mallory", "triage")
     world = World(github, tmp_path, [])
     outcome = world.run(requester="mallory")
@@ -163,9 +159,7 @@ def test_workflow_changes_are_not_pushed(github: FakeGitHub, tmp_path: Path) -> 
 def test_unreachable_model_ends_with_a_comment(github: FakeGitHub, tmp_path: Path) -> None:
     world = World(github, tmp_path, [ModelUnavailable("connection refused")])
     outcome = world.run()
-    assert (
-        outcome.status == JobStatus.FAILED and outcome.error and outcome.error.startswith("model_unavailable")
-    )
+    assert outcome.status == JobStatus.FAILED and outcome.error and outcome.error.startswith("model_unavailable")
     assert "could not be reached" in world.issue_comments()[-1]
     assert list(world.workdir.iterdir()) == [] and world.sandboxes[0].closed
 

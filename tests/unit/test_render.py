@@ -56,9 +56,7 @@ def test_a_few_long_outputs_keep_their_ends() -> None:
 
 
 def test_short_trajectory_is_shown_whole() -> None:
-    body = render_trajectory(
-        steps_from_messages(_messages(3, 50)), run=RUN, exit_status="Submitted", run_link=None
-    )
+    body = render_trajectory(steps_from_messages(_messages(3, 50)), run=RUN, exit_status="Submitted", run_link=None)
     assert "elided" not in body and "o" * 50 in body and "THOUGHT: step 2" in body
 
 

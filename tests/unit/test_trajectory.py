@@ -27,9 +27,7 @@ def run_agent(tmp_path: Path, replies: list[str], **writer: Any) -> tuple[AgentR
         snapshots.append(json.loads(path.read_text()))
 
     trajectory = TrajectoryWriter(path, **writer)
-    agent = Agent(
-        ScriptedModel(replies), FakeSandbox(), load_config(), trajectory=trajectory, on_step=snapshot
-    )
+    agent = Agent(ScriptedModel(replies), FakeSandbox(), load_config(), trajectory=trajectory, on_step=snapshot)
     result = agent.run("Fix the bug")
     snapshots.append(json.loads(path.read_text()))
     return result, snapshots
@@ -44,9 +42,7 @@ def test_the_file_is_valid_after_every_step_with_the_current_exit_status(tmp_pat
 
 
 def test_the_format_is_mini_swe_agents_plus_our_block(tmp_path: Path) -> None:
-    _, snapshots = run_agent(
-        tmp_path, [bash("true"), SUBMIT], mini_fix={"run_id": "r1", "repo": "o/r", "issue": 7}
-    )
+    _, snapshots = run_agent(tmp_path, [bash("true"), SUBMIT], mini_fix={"run_id": "r1", "repo": "o/r", "issue": 7})
     data = snapshots[-1]
     assert data["trajectory_format"] == "mini-swe-agent-1.1"
     assert data["info"]["model_stats"] == {"instance_cost": 0.0, "api_calls": 2}

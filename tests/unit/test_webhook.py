@@ -69,9 +69,7 @@ def test_trigger_label_records_a_job_and_queues_it(
     assert job_queue.pending_ids() == {job.id}
 
 
-def test_redelivery_records_one_job(
-    client: TestClient, deliver: Deliver, labeled: Any, ledger: SqliteLedger
-) -> None:
+def test_redelivery_records_one_job(client: TestClient, deliver: Deliver, labeled: Any, ledger: SqliteLedger) -> None:
     first = deliver(client, "issues", labeled(), delivery="same-delivery").json()
     second = deliver(client, "issues", labeled(), delivery="same-delivery").json()
     assert first["job_id"] == second["job_id"] and second["created"] is False
@@ -133,9 +131,7 @@ def test_malformed_deliveries_are_400(client: TestClient, sign: Callable[[bytes]
     assert no_delivery.status_code == 400 and "X-GitHub-Delivery" in no_delivery.json()["error"]
 
 
-def test_unexpected_field_types_are_not_a_server_error(
-    client: TestClient, deliver: Deliver, labeled: Any
-) -> None:
+def test_unexpected_field_types_are_not_a_server_error(client: TestClient, deliver: Deliver, labeled: Any) -> None:
     for mangle in ({"installation": "77"}, {"repository": None}, {"sender": []}, {"label": 5}, {"action": 1}):
         response = deliver(client, "issues", {**labeled(), **mangle})
         assert response.status_code == 202 and response.json()["action"] == "ignore", mangle
@@ -161,9 +157,7 @@ def test_refuses_to_start_without_a_real_secret(secret: str, tmp_path: Any) -> N
         create_app(settings)
 
 
-def test_json_is_read_from_the_raw_body(
-    client: TestClient, deliver: Deliver, labeled: Any, sign: Any
-) -> None:
+def test_json_is_read_from_the_raw_body(client: TestClient, deliver: Deliver, labeled: Any, sign: Any) -> None:
     body = json.dumps(labeled(issue=12), indent=4).encode()  # GitHub's bytes, not a re-serialised dict
     headers = {"X-GitHub-Delivery": "raw", "X-Hub-Signature-256": sign(body)}
     assert post(client, body, headers).json()["action"] == "enqueue"

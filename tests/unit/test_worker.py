@@ -43,9 +43,7 @@ def wait_for(condition: Callable[[], bool]) -> bool:
 
 
 @pytest.fixture
-def make_worker(
-    settings: Settings, ledger: SqliteLedger, job_queue: JobQueue
-) -> Iterator[Callable[..., Worker]]:
+def make_worker(settings: Settings, ledger: SqliteLedger, job_queue: JobQueue) -> Iterator[Callable[..., Worker]]:
     workers: list[Worker] = []
 
     def make(runner: FakeRunner, **overrides: object) -> Worker:
@@ -67,27 +65,19 @@ def test_runs_a_job_and_records_the_outcome(make_worker: Callable[..., Worker], 
     job = submit(ledger)
     assert make_worker(runner).run_job(job.id) == JobStatus.SUCCEEDED
     done = ledger.get(job.id)
-    assert (
-        done is not None
-        and done.pr_url == "https://github.com/octo/widgets/pull/1"
-        and done.run_id == "run-1"
-    )
+    assert done is not None and done.pr_url == "https://github.com/octo/widgets/pull/1" and done.run_id == "run-1"
     assert runner.jobs[0].status == JobStatus.RUNNING and runner.jobs[0].attempts == 1
     assert make_worker(runner).run_job(job.id) is None  # finished jobs are not run twice
 
 
-def test_a_runner_exception_fails_the_job_only(
-    make_worker: Callable[..., Worker], ledger: SqliteLedger
-) -> None:
+def test_a_runner_exception_fails_the_job_only(make_worker: Callable[..., Worker], ledger: SqliteLedger) -> None:
     job = submit(ledger)
     assert make_worker(FakeRunner(fail=True)).run_job(job.id) == JobStatus.FAILED
     failed = ledger.get(job.id)
     assert failed is not None and failed.error == "RuntimeError: pipeline bug"
 
 
-def test_a_stopped_job_gets_its_cancel_event(
-    make_worker: Callable[..., Worker], ledger: SqliteLedger
-) -> None:
+def test_a_stopped_job_gets_its_cancel_event(make_worker: Callable[..., Worker], ledger: SqliteLedger) -> None:
     runner = FakeRunner(block=True)
     worker = make_worker(runner, lease_seconds=1)
     job = submit(ledger)
@@ -149,9 +139,7 @@ def test_reconciler_retries_an_expired_lease(
     assert done is not None and done.status == JobStatus.SUCCEEDED and done.attempts == 2
 
 
-def test_reconciler_gives_up_after_max_attempts(
-    settings: Settings, ledger: SqliteLedger, job_queue: JobQueue
-) -> None:
+def test_reconciler_gives_up_after_max_attempts(settings: Settings, ledger: SqliteLedger, job_queue: JobQueue) -> None:
     gave_up: list[Job] = []
     worker = Worker(settings, ledger, job_queue, FakeRunner(), on_gave_up=gave_up.append)
     job = submit(ledger)
