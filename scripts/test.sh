@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Set up everything the tests need on a fresh machine (venv, Docker engine, sandbox image), then run them all:
+# Set up everything the tests need on a fresh machine (venv, Docker engine, sandbox image), run the static checks
+# (scripts/lint.sh), then run the tests:
 # unit tests (fast, no Docker), the PostgreSQL suite (marker `postgres`), the Docker integration/end-to-end tests
 # (markers `docker`, `e2e`), deploy/ brought up for real with docker compose, with its faults (marker `compose`:
 # builds the App's image and a PostgreSQL image from Debian's packages; about 6 minutes on a fresh machine), and the
@@ -30,5 +31,7 @@ command -v docker-compose >/dev/null || docker compose version >/dev/null 2>&1 \
     || { apt-get update -q >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -q docker-compose >/dev/null; }
 # Headless Chromium for the viewer test (marker `browser`); MINIFIX_SKIP_BROWSER=1 skips both install and test.
 [ "${MINIFIX_SKIP_BROWSER:-}" = "1" ] || scripts/ensure-chromium.sh
+# The whole suite (CI) starts with the static checks; given test paths, only those tests run.
+[ $# -ne 0 ] || scripts/lint.sh
 export LITELLM_LOCAL_MODEL_COST_MAP=True
 .venv/bin/pytest "$@"
