@@ -4,6 +4,7 @@ Decided on the worker from its own trees: the base file from the checkout's git 
 changed one from the tree the worker's git built from the host's diff. Both are parsed with Python's `ast` (read,
 never imported or run); nothing the sandbox says is used. Python files only: a test file in another language is
 listed as not checked, and a Python file that does not parse on either side as one the App cannot tell about.
+A test that moved to another of the change's test files (the same `Class::test_x` defined there) is not dropped.
 """
 
 from __future__ import annotations
@@ -23,7 +24,9 @@ _REGULAR = {"100644", "100755"}
 def dropped_tests(checkout: Path, after: Path, paths: Sequence[str], test_paths: Sequence[str]) -> DroppedTests:
     """The tests present in the base commit's test files among `paths` and gone from them in `after`."""
     found = DroppedTests()
-    existing = _at_base(checkout, [p for p in paths if reproduce.matches(p, test_paths)])
+    tests = [p for p in paths if reproduce.matches(p, test_paths)]
+    existing = _at_base(checkout, tests)
+    moved = _defined_anywhere(after, tests)  # a test moved to another of the change's test files is kept
     for path, (blob, size) in sorted(existing.items()):
         if not path.endswith(".py"):
             if _looks_like_tests(path):
@@ -34,8 +37,17 @@ def dropped_tests(checkout: Path, after: Path, paths: Sequence[str], test_paths:
         if before is None or now is None:
             found.unparsed.append(path)
             continue
-        found.tests += [f"{path}::{name}" for name in sorted(before - now)]
+        found.tests += [f"{path}::{name}" for name in sorted(before - now - moved)]
     return found
+
+
+def _defined_anywhere(after: Path, paths: list[str]) -> set[str]:
+    """The test names (`Class::test_x`, without the file) of every Python test file among `paths` in `after`."""
+    names: set[str] = set()
+    for path in paths:
+        if path.endswith(".py"):
+            names |= _names_after(after, path) or set()
+    return names
 
 
 def defined_tests(source: bytes) -> set[str] | None:

@@ -92,3 +92,14 @@ def test_test_files_in_other_languages_are_listed_as_not_checked(tmp_path: Path)
     after, paths = _after(base, tmp_path / "after", ("tests/ops.test.js", "// gone\n"), ("tests/fixture.json", "[]\n"))
     found = dropped_tests(base, after, paths, GLOBS)
     assert found.unchecked == ["tests/ops.test.js"] and found.tests == [] and found.unparsed == []
+
+
+def test_a_test_moved_to_another_test_file_is_not_dropped(tmp_path: Path) -> None:
+    base = calc_base(tmp_path)
+    old = (base / "tests/test_ops.py").read_text()
+    assert "class MulTest" in old and "def test_mul" in old
+    after, paths = _after(
+        base, tmp_path / "after", FIX, ("tests/test_ops.py", None), ("tests/unit/test_mul.py", old), REPRO
+    )
+    found = dropped_tests(base, after, paths, GLOBS)
+    assert found.tests == [] and found.unparsed == []
