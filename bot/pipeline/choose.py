@@ -1,10 +1,11 @@
 """Which attempt is published: a deterministic ranking over what the App itself verified, with a reason each.
 
 Only acceptable candidates (submitted a change, nothing refused) are ranked, by (a) the repository's `test`
-passing, then a change that keeps every existing test ahead of one that drops some (test functions or methods of
-the base commit's test files gone after it, found by the worker in its own trees: `dropped.py`), then a change
-that touches more than its own test files ahead of one that only adds or edits tests (it may reproduce the
-issue, but it fixes nothing), (b) how many of all attempts' valid reproduction tests it passes
+passing, then a change that touches more than its own test files ahead of one that only adds or edits tests (it
+may reproduce the issue, but it fixes nothing), then a change that keeps every existing test ahead of one that
+drops some (test functions or methods of the base commit's test files gone after it, found by the worker in its
+own trees: `dropped.py`; a fix that loses a test is still a fix a reviewer can repair, a tests-only change is
+not), (b) how many of all attempts' valid reproduction tests it passes
 (its own counts; a claimed test that passes on the base commit too is not valid and earns nothing), (c) fewer
 lines changed, (d) the lower attempt number.
 """
@@ -34,7 +35,7 @@ def valid_reproductions(candidates: list[Candidate]) -> int:
 
 
 def choose(candidates: list[Candidate]) -> Choice:
-    """Rank the acceptable candidates (tests pass, no existing test dropped, code changed, reproductions passed,
+    """Rank the acceptable candidates (tests pass, code changed, no existing test dropped, reproductions passed,
     fewer lines, lower index)."""
     tested = any(c.test is not None for c in candidates if c.acceptable)
     ranking = sorted((c for c in candidates if c.acceptable), key=lambda c: _key(c, tested))
@@ -52,7 +53,7 @@ def only_tests(c: Candidate) -> bool:
 
 def _key(c: Candidate, tested: bool) -> tuple[bool, bool, bool, int, int, int]:
     failed = tested and not _test_passed(c)
-    return (failed, c.drops_tests, only_tests(c), -reproductions_passed(c), c.lines_changed, c.index)
+    return (failed, only_tests(c), c.drops_tests, -reproductions_passed(c), c.lines_changed, c.index)
 
 
 def dropped_text(c: Candidate) -> str:
@@ -117,10 +118,10 @@ def _behind(c: Candidate, chosen: Candidate, tested: bool, total: int) -> str:
     if tested and _test_passed(c) != _test_passed(chosen):
         code = c.test.get("returncode") if c.test else None
         return f"the repository's tests fail on it (exit {code}), and pass on attempt {chosen.index}"
-    if c.drops_tests and not chosen.drops_tests:
-        return f"it {dropped_text(c)}; attempt {chosen.index} drops none"
     if only_tests(c) and not only_tests(chosen):
         return f"it changes only test files, so it fixes nothing; attempt {chosen.index} changes the code"
+    if c.drops_tests and not chosen.drops_tests:
+        return f"it {dropped_text(c)}; attempt {chosen.index} drops none"
     mine, theirs = reproductions_passed(c), reproductions_passed(chosen)
     if mine != theirs:
         return f"it passes {mine} of {total} valid reproduction tests, attempt {chosen.index} passes {theirs}"

@@ -95,11 +95,25 @@ def test_a_change_that_drops_existing_tests_ranks_behind_one_that_keeps_them() -
     broken = _cand(3, 2, test=False)
     cands = [dropping, keeping, broken]
     choice = choose(cands)
-    assert [c.index for c in choice.ranking] == [2, 1, 3]  # right after the tests, before reproductions and size
+    assert [c.index for c in choice.ranking] == [2, 1, 3]  # after the tests, before reproductions and size
     assert choice.reasons[1] == f"not chosen: it drops existing tests: {MUL}; attempt 2 drops none"
     rows = _rows(attempts_table(choice, cands, {}))
     assert f":white_check_mark: passed<br>:warning: drops existing tests: {MUL} |" in rows[0]
     assert ":warning:" not in rows[1] + rows[2]
+
+
+def test_a_fix_that_drops_a_test_still_beats_a_change_to_tests_alone() -> None:
+    # Seen with the real 1.5B on calc: attempt 1 fixed add() with a valid reproduction but rewrote tests/test_ops.py
+    # without MulTest; attempt 3 only edited tests/test_ops.py (its test passed on the base too). A reviewer can put
+    # a lost test back; a change to tests alone fixes nothing.
+    fix = _cand(1, 8, reproduction=_valid(["tests/test_ops.py"]), dropped=DroppedTests(tests=[MUL]))
+    tests_only = Candidate(index=3, run_id="run3", exit_status="Submitted", change=_diff(4, "tests/test_ops.py"),
+                           test={"command": "make test", "returncode": 0, "passed": True}, dropped=DroppedTests(),
+                           reproduction=Reproduction(files=["tests/test_ops.py"], fails_before=False))  # fmt: skip
+    choice = choose([fix, tests_only])
+    assert choice.chosen is fix
+    assert "changes only test files, so it fixes nothing; attempt 1 changes the code" in choice.reasons[3]
+    assert choice.reasons[1].startswith("chosen: the repository's tests pass") and "but it drops" in choice.reasons[1]
 
 
 def test_a_chosen_change_that_drops_tests_says_so_and_what_could_not_be_checked() -> None:
