@@ -153,6 +153,40 @@ def _run_attempts(
     count: int,
 ) -> tuple[list[Attempt], Choice]:
     """The App's own attempts path: parallel attempts, the change taken out by the host, verified, chosen."""
+    stop = threading.Event()
+    plan = _attempt_plan(request, settings, config, model, repo, run_id, output, count, stop)
+    with tempfile.TemporaryDirectory(prefix=f"mini-fix-{run_id}-") as tmp, started(plan) as attempts:
+        runs = attempts.run(request.task, request.repo, Path(tmp), settings.secrets)
+        candidates = [run.candidate for run in runs]
+        for candidate in candidates:
+            refuse(candidate, repo, settings.secrets)
+        verify(
+            candidates,
+            checkout=request.repo,
+            factory=plan.factory,
+            sandbox_config=plan.sandbox_config,
+            repo=repo,
+            run_id=run_id,
+            workdir=Path(tmp),
+            cancel=stop,
+        )
+        choice = choose(candidates)
+        record_verdicts(runs, choice, settings.secrets, None)
+    return runs, choice
+
+
+def _attempt_plan(
+    request: LocalRunRequest,
+    settings: Settings,
+    config: MiniFixAgentConfig,
+    model: ModelConfig,
+    repo: RepoConfig,
+    run_id: str,
+    output: Path,
+    count: int,
+    stop: threading.Event,
+) -> AttemptPlan:
+    """The attempts of one local run: Docker sandboxes, the litellm model, output under `output`, printed steps."""
     from bot.agent.model import LitellmModel
     from sandbox.docker import DockerSandbox
 
@@ -161,8 +195,7 @@ def _run_attempts(
     def start(sandbox: SandboxConfig, sandbox_run_id: str) -> Sandbox:
         return DockerSandbox.start(sandbox, sandbox_run_id, on_exec=metrics.SANDBOX_EXEC_SECONDS.observe)
 
-    stop = threading.Event()
-    plan = AttemptPlan(
+    return AttemptPlan(
         count=count,
         run_id=run_id,
         factory=start,
@@ -179,24 +212,6 @@ def _run_attempts(
         on_step=lambda k, event: print_step(event, attempt=k if count > 1 else None),
         on_end=lambda k, how: print(f"attempt {k}: {how}", flush=True) if count > 1 else None,
     )
-    with tempfile.TemporaryDirectory(prefix=f"mini-fix-{run_id}-") as tmp, started(plan) as attempts:
-        runs = attempts.run(request.task, request.repo, Path(tmp), settings.secrets)
-        candidates = [run.candidate for run in runs]
-        for candidate in candidates:
-            refuse(candidate, repo, settings.secrets)
-        verify(
-            candidates,
-            checkout=request.repo,
-            factory=start,
-            sandbox_config=plan.sandbox_config,
-            repo=repo,
-            run_id=run_id,
-            workdir=Path(tmp),
-            cancel=stop,
-        )
-        choice = choose(candidates)
-        record_verdicts(runs, choice, settings.secrets, None)
-    return runs, choice
 
 
 def _write(runs: list[Attempt], choice: Choice, output: Path, count: int) -> int:
