@@ -138,23 +138,17 @@ def run_local(request: LocalRunRequest, settings: Settings) -> int:
     print(f"run {run_id}: model {model.model_name} at {model.api_base or 'default endpoint'}; output {output}")
     if count > 1:
         print(f"{count} attempts in parallel; each one's files go in {output}/{run_id}-<k>/")
-    runs, choice = _run_attempts(request, settings, config, model, repo, run_id, output, count)
+    stop = threading.Event()
+    plan = _attempt_plan(request, settings, config, model, repo, run_id, output, count, stop)
+    runs, choice = _run_attempts(request, settings, plan, stop)
     return _write(runs, choice, output, count)  # a sandbox that fails ends its attempt: exit 3 when none ran
 
 
 def _run_attempts(
-    request: LocalRunRequest,
-    settings: Settings,
-    config: MiniFixAgentConfig,
-    model: ModelConfig,
-    repo: RepoConfig,
-    run_id: str,
-    output: Path,
-    count: int,
+    request: LocalRunRequest, settings: Settings, plan: AttemptPlan, stop: threading.Event
 ) -> tuple[list[Attempt], Choice]:
     """The App's own attempts path: parallel attempts, the change taken out by the host, verified, chosen."""
-    stop = threading.Event()
-    plan = _attempt_plan(request, settings, config, model, repo, run_id, output, count, stop)
+    repo, run_id = plan.config, plan.run_id
     with tempfile.TemporaryDirectory(prefix=f"mini-fix-{run_id}-") as tmp, started(plan) as attempts:
         runs = attempts.run(request.task, request.repo, Path(tmp), settings.secrets)
         candidates = [run.candidate for run in runs]
