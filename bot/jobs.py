@@ -15,11 +15,18 @@ class JobKind(StrEnum):
     RETRY = "retry"
     HELP = "help"  # reply with the commands (after a permission check)
     STOP = "stop"  # cancel the issue's run (after a permission check)
+    CI = "ci"  # follow-up on a failed check suite of the App's own commit on its PR
+    REVIEW = "review"  # follow-up on a writer's review (changes requested or inline comments) of the App's PR
 
     @property
     def is_control(self) -> bool:
         """Control jobs act on an issue's run; they neither count as its active job nor supersede it."""
         return self in (JobKind.HELP, JobKind.STOP)
+
+    @property
+    def builds_on_pr(self) -> bool:
+        """Retries and follow-ups start from the PR's current head and add commits on top of it."""
+        return self in (JobKind.RETRY, JobKind.CI, JobKind.REVIEW)
 
 
 class JobStatus(StrEnum):
