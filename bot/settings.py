@@ -23,6 +23,14 @@ class SettingsError(ValueError):
     """A setting is missing or unusable; the message names the variable to set."""
 
 
+POSTGRES_SCHEMES = ("postgresql://", "postgres://")
+
+
+def is_postgres_url(database_url: str | None) -> bool:
+    """True for a postgresql:// (or postgres://) database URL: the one test every backend choice uses."""
+    return (database_url or "").startswith(POSTGRES_SCHEMES)
+
+
 class Settings(BaseSettings):
     """Everything an operator configures. See README.md for the full table."""
 
@@ -176,6 +184,11 @@ class Settings(BaseSettings):
             except OSError as exc:
                 raise SettingsError(f"MINIFIX_PRIVATE_KEY_PATH={self.private_key_path} cannot be read: {exc}") from exc
         raise SettingsError("Set MINIFIX_PRIVATE_KEY (PEM text) or MINIFIX_PRIVATE_KEY_PATH (a .pem file).")
+
+    @property
+    def uses_postgres(self) -> bool:
+        """Whether the ledger, queue and shared trajectories live in PostgreSQL."""
+        return is_postgres_url(self.database_url)
 
     @cached_property
     def secrets(self) -> list[str]:

@@ -105,18 +105,13 @@ class PostgresTrajectories:
             return [str(r[0]) for r in rows.fetchall()]
 
 
-def is_postgres(settings: Settings) -> bool:
-    """Whether the database URL names PostgreSQL."""
-    return (settings.database_url or "").startswith(("postgresql://", "postgres://"))
-
-
 def open_trajectories(settings: Settings) -> TrajectoryStore:
     """The store the viewer reads: PostgreSQL with a postgresql:// URL, else the data dir's files."""
-    if is_postgres(settings):
+    if settings.uses_postgres:
         return PostgresTrajectories(settings.database_url or "")
     return LocalTrajectories(settings.data_dir / "runs")
 
 
 def shared_saver(settings: Settings) -> Callable[[str, str], None] | None:
     """What a worker calls after each local save so every replica can read the run; None on one host."""
-    return PostgresTrajectories(settings.database_url or "").save if is_postgres(settings) else None
+    return PostgresTrajectories(settings.database_url or "").save if settings.uses_postgres else None

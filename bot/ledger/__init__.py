@@ -8,9 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from bot.ledger.contract import Ledger
-from bot.settings import Settings, SettingsError
-
-POSTGRES_SCHEMES = ("postgresql://", "postgres://")
+from bot.settings import Settings, SettingsError, is_postgres_url
 
 
 def sqlite_path(database_url: str) -> Path:
@@ -24,15 +22,10 @@ def sqlite_path(database_url: str) -> Path:
     return Path(database_url[len(prefix) :])
 
 
-def is_postgres(database_url: str) -> bool:
-    """True for a postgresql:// (or postgres://) URL."""
-    return database_url.startswith(POSTGRES_SCHEMES)
-
-
 def open_ledger(settings: Settings) -> Ledger:
     """The ledger named by settings.database_url: PostgreSQL for a postgresql:// URL, else a SQLite file."""
     url = settings.database_url or ""
-    if is_postgres(url):
+    if is_postgres_url(url):
         from bot.ledger.postgres.ledger import PostgresLedger
 
         return PostgresLedger(url)

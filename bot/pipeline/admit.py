@@ -12,7 +12,7 @@ from bot.github.gateway import GitHubError, GitHubGateway
 from bot.jobs import Job, JobKind, JobOutcome, JobStatus
 from bot.ledger.sql import ORG_WIDE
 from bot.pipeline import gitops
-from bot.pipeline.task import cap, clean
+from bot.pipeline.task import MAX_GUIDANCE_CHARS, cap, clean
 from bot.render import render
 from bot.repo_config.load import ORG_REPO, ConfigError, LoadedConfig, Reader, load_repo_config
 from bot.repo_config.schema import RepoConfig
@@ -21,7 +21,6 @@ from bot.webhooks.policy import QUEUE_FULL, queue_full_outcome
 from sandbox.base import SandboxConfig
 
 AGENTS_FILE = "AGENTS.md"
-MAX_GUIDANCE_CHARS = 8_000
 MAX_AGENTS_BYTES = 256 << 10
 SANDBOX_GRACE_SECONDS = 900  # setup and the test command run in the same container as the agent
 RememberLabel = Callable[[str, "str | None"], None]

@@ -195,7 +195,7 @@ def require_submission(result: AgentResult) -> None:
 
 
 SETUP_TIMEOUT = 1800  # seconds for each setup command (installs can be slow)
-TEST_TIMEOUT = 1800
+TEST_TIMEOUT = 1800  # seconds for one run of a test command: the attempt's, verify's and eval's alike
 OUTPUT_TAIL = 3000
 # Whatever setup left untracked (a virtualenv, node_modules, build output) stays out of the agent's diff.
 EXCLUDE_SETUP_OUTPUT = "git ls-files --others --exclude-standard --directory >> .git/info/exclude"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from bot.github.gateway import GitHubGateway, PullRequest
@@ -43,3 +44,12 @@ class RedactingGateway:
     def update_pr(self, number: int, *, title: str, body: str) -> None:
         """Edit a PR, redacted."""
         self._inner.update_pr(number, title=self._clean(title), body=self._clean(body))
+
+
+def redacting(github: Callable[[int, str], GitHubGateway], secrets: list[str]) -> Callable[[int, str], GitHubGateway]:
+    """A gateway factory whose every gateway redacts its writes: the worker's notices and chores post through it."""
+
+    def for_repo(installation_id: int, repo: str) -> GitHubGateway:
+        return RedactingGateway(github(installation_id, repo), secrets)
+
+    return for_repo

@@ -11,11 +11,10 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from bot.pipeline.execute import RunFailed, run_setup
+from bot.pipeline.execute import TEST_TIMEOUT, RunFailed, run_setup
 from bot.repo_config.schema import RepoConfig
 from sandbox.base import Sandbox, SandboxConfig, SandboxError
 
-TEST_TIMEOUT = 600  # seconds for one test command
 SandboxFactory = Callable[[SandboxConfig, str], Sandbox]
 
 

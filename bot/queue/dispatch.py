@@ -135,7 +135,7 @@ def _on_a_loop() -> bool:
 def build_queue(settings: Settings) -> JobQueue:
     """The queue for these settings: PostgresHuey on a postgresql:// database URL, else SqliteHuey (data dir)."""
     url = settings.database_url or ""
-    if url.startswith(("postgresql://", "postgres://")):
+    if settings.uses_postgres:
         from bot.queue.postgres import postgres_huey
 
         return JobQueue(postgres_huey(url))

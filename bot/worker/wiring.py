@@ -21,6 +21,7 @@ from bot.pipeline.admit import RememberLabel
 from bot.pipeline.capacity import SandboxSlots
 from bot.pipeline.control import StopRuns
 from bot.pipeline.deps import PipelineDeps
+from bot.pipeline.outbound import redacting
 from bot.pipeline.run import run_pipeline
 from bot.settings import Settings
 from bot.trajectory_store import shared_saver
@@ -36,7 +37,7 @@ def wire_worker(settings: Settings) -> Worker:
     """The process's worker: one GitHubApp, one ledger and one queue shared by the runner, notices and chores."""
     from bot.github.app import GitHubApp
 
-    github = GitHubApp(settings).for_repo
+    github = redacting(GitHubApp(settings).for_repo, settings.secrets)  # every write this process makes is redacted
     ledger = open_ledger(settings)  # shared with the runner: `/agent stop` jobs cancel runs through it
     runner = build_runner(settings, github, stop_runs=ledger.cancel, remember_label=ledger.remember_label)
     worker = build_worker(settings, runner, on_gave_up=gave_up_notifier(github), ledger=ledger)
