@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import os
+import warnings
 from functools import cached_property
 from pathlib import Path
 from typing import Annotated
 from urllib.parse import urlsplit
 
-from pydantic import Field, SecretStr, field_validator, model_validator
+from pydantic import AliasChoices, Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 # Package registries a setup phase typically needs (PyPI, npm, Debian, crates.io, Go modules).
@@ -24,6 +25,12 @@ class SettingsError(ValueError):
 
 
 POSTGRES_SCHEMES = ("postgresql://", "postgres://")
+# "attempts" meant two things: a job's claims by workers and its parallel agent attempts; the old names still work.
+DEPRECATED_ENV = {
+    "MINIFIX_MAX_ATTEMPTS": "MINIFIX_MAX_CLAIMS",
+    "MINIFIX_ATTEMPTS": "MINIFIX_AGENT_ATTEMPTS",
+    "MINIFIX_MAX_ATTEMPTS_PER_JOB": "MINIFIX_MAX_AGENT_ATTEMPTS",
+}
 
 
 def is_postgres_url(database_url: str | None) -> bool:
@@ -76,8 +83,10 @@ class Settings(BaseSettings):
     """A running job's lease; renewed while it runs, re-dispatched after it expires."""
     webhook_cache_seconds: float = 5.0
     """How long the webhook path trusts its cached ledger reads (a repository's label, an installation's state)."""
-    max_attempts: int = 3
-    """Attempts before a job whose worker keeps dying is marked failed."""
+    max_claims: int = Field(
+        default=3, validation_alias=AliasChoices("max_claims", "MINIFIX_MAX_CLAIMS", "MINIFIX_MAX_ATTEMPTS")
+    )
+    """Claims of a job (a worker took it and died or stopped) before it is marked failed (was MINIFIX_MAX_ATTEMPTS)."""
     step_limit: int | None = None
     """Default agent step limit; None = prompts/agent.yaml's (a repository's config may set its own)."""
     token_limit: int | None = None
@@ -90,13 +99,21 @@ class Settings(BaseSettings):
     """Default sandbox CPU quota, in cores."""
     sandbox_disk: str = "1g"
     """Default size of the sandbox's working directory (a tmpfs volume)."""
-    attempts: int = 1
-    """Default attempts per job (a repository's `attempts:` may ask for more, up to MINIFIX_MAX_ATTEMPTS_PER_JOB)."""
-    max_attempts_per_job: int = 5
+    agent_attempts: int = Field(
+        default=1, validation_alias=AliasChoices("agent_attempts", "MINIFIX_AGENT_ATTEMPTS", "MINIFIX_ATTEMPTS")
+    )
+    """Default agent attempts per job (a repository's `attempts:` may ask for more, up to
+    MINIFIX_MAX_AGENT_ATTEMPTS; was MINIFIX_ATTEMPTS)."""
+    max_agent_attempts: int = Field(
+        default=5,
+        validation_alias=AliasChoices(
+            "max_agent_attempts", "MINIFIX_MAX_AGENT_ATTEMPTS", "MINIFIX_MAX_ATTEMPTS_PER_JOB"
+        ),
+    )
     """Ceiling on a repository's `attempts`; a higher value is clamped, and the status comment says so."""
     max_sandboxes: int = 0
     """Sandboxes (attempts and their verification) one worker process runs at once over all its jobs (more
-    wait for one to end); 0 = MINIFIX_WORKERS × MINIFIX_ATTEMPTS."""
+    wait for one to end); 0 = MINIFIX_WORKERS × MINIFIX_AGENT_ATTEMPTS."""
     max_steps: int = 300
     """Ceiling on a repository's `limits.steps`; a higher value is clamped, and the status comment says so."""
     max_tokens: int = 5_000_000
@@ -155,6 +172,13 @@ class Settings(BaseSettings):
         if isinstance(value, str):
             return [part.strip() for part in value.split(",") if part.strip()]
         return value
+
+    @model_validator(mode="after")
+    def _warn_deprecated_names(self) -> Settings:
+        for old, new in DEPRECATED_ENV.items():
+            if old in os.environ and new not in os.environ:
+                warnings.warn(f"{old} is deprecated: set {new} (same meaning)", FutureWarning, stacklevel=2)
+        return self
 
     @model_validator(mode="after")
     def _default_database(self) -> Settings:

@@ -46,7 +46,7 @@ class LocalRunRequest:
     api_base: str | None = None
     image: str | None = None
     output: Path | None = None
-    attempts: int | None = None  # None: MINIFIX_ATTEMPTS
+    attempts: int | None = None  # None: MINIFIX_AGENT_ATTEMPTS
 
 
 def agent_config(request: LocalRunRequest, settings: Settings) -> MiniFixAgentConfig:
@@ -98,13 +98,13 @@ def check_checkout(repo: Path) -> str | None:
 
 
 def attempt_count(request: LocalRunRequest, settings: Settings) -> tuple[int, str]:
-    """`--attempts` (else MINIFIX_ATTEMPTS) within MINIFIX_MAX_ATTEMPTS_PER_JOB, as the App clamps a repository's
+    """`--attempts` (else MINIFIX_AGENT_ATTEMPTS) within MINIFIX_MAX_AGENT_ATTEMPTS, as the App clamps a repository's
     `attempts:`; and the note saying so when it was lowered ('' when not)."""
-    asked, top = max(1, request.attempts or settings.attempts), max(1, settings.max_attempts_per_job)
+    asked, top = max(1, request.attempts or settings.agent_attempts), max(1, settings.max_agent_attempts)
     if asked <= top:
         return asked, ""
-    flag = f"--attempts {asked}" if request.attempts else f"MINIFIX_ATTEMPTS={asked}"
-    return top, f"`{flag}` is above this deployment's ceiling (MINIFIX_MAX_ATTEMPTS_PER_JOB); used {top}"
+    flag = f"--attempts {asked}" if request.attempts else f"MINIFIX_AGENT_ATTEMPTS={asked}"
+    return top, f"`{flag}` is above this deployment's ceiling (MINIFIX_MAX_AGENT_ATTEMPTS); used {top}"
 
 
 def repo_config(repo: Path) -> RepoConfig:

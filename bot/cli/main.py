@@ -42,8 +42,8 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--attempts",
         type=int,
-        help="attempts in parallel (default MINIFIX_ATTEMPTS, at most MINIFIX_MAX_ATTEMPTS_PER_JOB); the checkout's "
-        "tests choose",
+        help="attempts in parallel (default MINIFIX_AGENT_ATTEMPTS, at most MINIFIX_MAX_AGENT_ATTEMPTS); "
+        "the checkout's tests choose",
     )
 
     setup = sub.add_parser("setup", help="create the GitHub App from app.yml and save its credentials to .env")

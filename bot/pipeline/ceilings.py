@@ -28,8 +28,8 @@ def clamp(config: RepoConfig, settings: Settings) -> tuple[RepoConfig, list[str]
     if config.model and not _allowed(config.model, allowed_models(settings)):
         notes.append(f"model `{config.model}` is not on this deployment's allowlist; used `{settings.model}`")
         update["model"] = None
-    if config.attempts is not None and config.attempts > settings.max_attempts_per_job:
-        top = settings.max_attempts_per_job
+    if config.attempts is not None and config.attempts > settings.max_agent_attempts:
+        top = settings.max_agent_attempts
         notes.append(f"`attempts: {config.attempts}` is above this deployment's ceiling; used {top}")
         update["attempts"] = top
     if config.setup_network and not settings.allow_setup_network:
@@ -69,4 +69,4 @@ def _clamp_limits(limits: Limits, settings: Settings, notes: list[str]) -> Limit
 
 def attempts_for(config: RepoConfig, settings: Settings) -> int:
     """How many attempts a job of this (clamped) config makes."""
-    return min(config.attempts or settings.attempts, settings.max_attempts_per_job)
+    return min(config.attempts or settings.agent_attempts, settings.max_agent_attempts)

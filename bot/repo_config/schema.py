@@ -49,7 +49,7 @@ class RepoConfig(BaseModel):
     """A command run in the sandbox after the agent; its result goes in the PR body."""
     attempts: int | None = Field(default=None, ge=1)
     """Attempts per job, each in its own sandbox with its own sampling settings; the best by the App's own
-    tests is published (None = MINIFIX_ATTEMPTS; clamped to MINIFIX_MAX_ATTEMPTS_PER_JOB)."""
+    tests is published (None = MINIFIX_AGENT_ATTEMPTS; clamped to MINIFIX_MAX_AGENT_ATTEMPTS)."""
     reproduce: str | None = None
     """Command that runs some test files, `{files}` = their shell-quoted paths (e.g. `python3 -m pytest -q {files}`):
     how the App checks an attempt's reproduction test fails before its fix and passes after. None = inferred

@@ -226,7 +226,7 @@ class Worker:
         """Dispatch queued rows the queue lacks; retry expired leases, or fail them after max attempts."""
         pending = self.queue.pending_ids()
         for job in self.ledger.expired(time.time()):
-            if job.attempts < self.settings.max_attempts:
+            if job.attempts < self.settings.max_claims:
                 if job.id not in pending:
                     log.warning("lease expired; dispatching again", job_id=job.id, attempts=job.attempts)
                     self.queue.enqueue(job.id)

@@ -101,7 +101,7 @@ def build_runner(
 
 def sandbox_limit(settings: Settings) -> int:
     """Attempt sandboxes this worker process runs at once: MINIFIX_MAX_SANDBOXES, else one per slot and attempt."""
-    return settings.max_sandboxes or max(1, settings.workers) * max(1, settings.attempts)
+    return settings.max_sandboxes or max(1, settings.workers) * max(1, settings.agent_attempts)
 
 
 def remove_stale_containers(job: Job) -> None:

@@ -28,7 +28,7 @@ LEASE_SECONDS = 2
 
 @pytest.fixture
 def settings(tmp_path: Path) -> Iterator[Settings]:
-    with backend_settings("postgres", tmp_path, lease_seconds=LEASE_SECONDS, max_attempts=2) as settings:
+    with backend_settings("postgres", tmp_path, lease_seconds=LEASE_SECONDS, max_claims=2) as settings:
         yield settings
 
 
@@ -44,7 +44,7 @@ def start_worker(settings: Settings, tmp_path: Path) -> Iterator[Callable[..., s
             "MINIFIX_DATA_DIR": str(tmp_path),
             "MINIFIX_WEBHOOK_SECRET": settings.webhook_secret.get_secret_value(),
             "MINIFIX_LEASE_SECONDS": str(LEASE_SECONDS),
-            "MINIFIX_MAX_ATTEMPTS": "2",
+            "MINIFIX_MAX_CLAIMS": "2",
             "MINIFIX_WORKERS": "2",
             "MINIFIX_TEST_RUN_LOG": str(tmp_path / "runs.log"),
             **env,

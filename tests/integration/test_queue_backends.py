@@ -76,7 +76,7 @@ def test_reconciler_redispatches_an_expired_lease_and_gives_up_later(settings: S
         retried = ledger.submit(JobRequest(JobKind.FIX, 77, "octo/widgets", 1, "alice", "d-1")).job
         ledger.claim(retried.id, "killed-worker", -1)
         doomed = ledger.submit(JobRequest(JobKind.FIX, 77, "octo/widgets", 2, "alice", "d-2")).job
-        for attempt in range(settings.max_attempts):
+        for attempt in range(settings.max_claims):
             assert ledger.claim(doomed.id, f"killed-{attempt}", -1) is not None
         worker.reconcile()
         assert job_queue.pending_ids() == {retried.id}

@@ -357,8 +357,8 @@ def test_an_attempt_that_leaks_a_secret_is_refused_and_the_clean_one_published(
 def test_a_workers_sandbox_slots_follow_its_settings(tmp_path: Path) -> None:
     base = Settings(data_dir=tmp_path, workers=2, _env_file=None)
     assert sandbox_limit(base) == 2
-    assert sandbox_limit(base.model_copy(update={"attempts": 3})) == 6
-    assert sandbox_limit(base.model_copy(update={"max_sandboxes": 4, "attempts": 3})) == 4
+    assert sandbox_limit(base.model_copy(update={"agent_attempts": 3})) == 6
+    assert sandbox_limit(base.model_copy(update={"max_sandboxes": 4, "agent_attempts": 3})) == 4
     slots, stop = SandboxSlots(1), threading.Event()
     assert slots.try_take() and not slots.try_take()
     stop.set()

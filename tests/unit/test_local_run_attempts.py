@@ -5,17 +5,30 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
+import pytest
+
 from bot.cli.local_run import LocalRunRequest, attempt_count
 from bot.settings import Settings
 
-CEILING = "is above this deployment's ceiling (MINIFIX_MAX_ATTEMPTS_PER_JOB); used 3"
+CEILING = "is above this deployment's ceiling (MINIFIX_MAX_AGENT_ATTEMPTS); used 3"
 
 
 def test_attempts_above_the_ceiling_are_clamped_with_a_note(tmp_path: Path) -> None:
-    settings = Settings(data_dir=tmp_path, max_attempts_per_job=3, _env_file=None)
+    settings = Settings(data_dir=tmp_path, max_agent_attempts=3, _env_file=None)
     request = LocalRunRequest(repo=tmp_path, task="fix it", attempts=9)
     assert attempt_count(request, settings) == (3, f"`--attempts 9` {CEILING}")
     assert attempt_count(replace(request, attempts=3), settings) == (3, "")
     assert attempt_count(replace(request, attempts=0), settings) == (1, "")  # 0: the deployment's default, 1
-    from_env = settings.model_copy(update={"attempts": 4})
-    assert attempt_count(replace(request, attempts=None), from_env) == (3, f"`MINIFIX_ATTEMPTS=4` {CEILING}")
+    from_env = settings.model_copy(update={"agent_attempts": 4})
+    assert attempt_count(replace(request, attempts=None), from_env) == (3, f"`MINIFIX_AGENT_ATTEMPTS=4` {CEILING}")
+
+
+def test_the_old_attempts_variables_still_work_with_a_warning(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MINIFIX_ATTEMPTS", "2")
+    monkeypatch.setenv("MINIFIX_MAX_ATTEMPTS", "4")
+    with pytest.warns(FutureWarning, match="MINIFIX_ATTEMPTS is deprecated: set MINIFIX_AGENT_ATTEMPTS"):
+        settings = Settings(data_dir=tmp_path, _env_file=None)
+    assert (settings.agent_attempts, settings.max_claims) == (2, 4)
+    monkeypatch.setenv("MINIFIX_AGENT_ATTEMPTS", "3")
+    monkeypatch.setenv("MINIFIX_MAX_CLAIMS", "5")
+    assert (Settings(data_dir=tmp_path, _env_file=None).agent_attempts, Settings(_env_file=None).max_claims) == (3, 5)

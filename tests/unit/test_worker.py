@@ -143,7 +143,7 @@ def test_reconciler_gives_up_after_max_attempts(settings: Settings, ledger: Sqli
     gave_up: list[Job] = []
     worker = Worker(settings, ledger, job_queue, FakeRunner(), on_gave_up=gave_up.append)
     job = submit(ledger)
-    for attempt in range(settings.max_attempts):
+    for attempt in range(settings.max_claims):
         assert ledger.claim(job.id, f"killed-{attempt}", -1) is not None
     worker.reconcile()
     failed = ledger.get(job.id)
