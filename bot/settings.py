@@ -69,7 +69,7 @@ class Settings(BaseSettings):
     webhook_cache_seconds: float = 5.0
     """How long the webhook path trusts its cached ledger reads (a repository's label, an installation's state)."""
     max_attempts: int = 3
-    """Attempts before a job whose worker keeps dying is marked failed."""
+    """Claims of a job before it is given up: its worker kept dying, or GitHub's rate limit outlasted each claim."""
     step_limit: int | None = None
     """Default agent step limit; None = prompts/agent.yaml's (a repository's config may set its own)."""
     token_limit: int | None = None
