@@ -149,3 +149,24 @@ def test_a_deferred_job_runs_again_once_due_and_its_claims_stay_bounded(
         assert worker.run_job(job.id) == JobStatus.QUEUED
         assert job.id in ledger.queued_ids()  # due at once: the reconciler dispatches it again
     assert [j.attempts for j in runner.runs] == [1, 2, 3]  # what the pipeline compares with max_attempts
+
+
+def test_a_deferral_ending_while_the_worker_stops_keeps_its_delay(
+    settings: Settings, ledger: SqliteLedger, job_queue: JobQueue
+) -> None:
+    started = threading.Event()
+
+    def limited_until_stopped(job: Job, cancel: threading.Event) -> JobOutcome:
+        started.set()
+        cancel.wait(20)  # SIGTERM arrives while GitHub's limit is being waited out
+        return JobOutcome(JobStatus.QUEUED, error="github_rate_limited: x", retry_in=3600)
+
+    worker = Worker(settings, ledger, job_queue, limited_until_stopped)
+    worker.start()
+    job = submit(ledger)
+    job_queue.enqueue(job.id)
+    assert started.wait(20)
+    worker.stop(timeout=10)
+    row = ledger.get(job.id)
+    assert row is not None and row.status == JobStatus.QUEUED and row.attempts == 1  # not a plain requeue
+    assert ledger.queued_ids() == [] and job_queue.pending_ids() == set()
