@@ -135,6 +135,7 @@ class Outcome(StrEnum):
     CLONE_FAILED = "clone_failed"
     PUSH_FAILED = "push_failed"
     GITHUB_FAILED = "github_failed"
+    GITHUB_RATE_LIMITED = "github_rate_limited"  # GitHub's rate limit outlasted every attempt of the job
     CANCELLED = "cancelled"
     REQUEUED = "requeued"
     WORKER_LOST = "worker_lost"
@@ -160,6 +161,7 @@ class JobOutcome:
     pr_url: str | None = None
     run_id: str | None = None
     error: str | None = None
+    retry_in: float | None = None  # with status QUEUED: run again no sooner than this many seconds from now
 
 
 @dataclass(frozen=True)

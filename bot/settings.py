@@ -86,7 +86,8 @@ class Settings(BaseSettings):
     max_claims: int = Field(
         default=3, validation_alias=AliasChoices("max_claims", "MINIFIX_MAX_CLAIMS", "MINIFIX_MAX_ATTEMPTS")
     )
-    """Claims of a job (a worker took it and died or stopped) before it is marked failed (was MINIFIX_MAX_ATTEMPTS)."""
+    """Claims of a job before it is given up: its worker kept dying, or GitHub's rate limit outlasted each claim
+    (was MINIFIX_MAX_ATTEMPTS)."""
     step_limit: int | None = None
     """Default agent step limit; None = prompts/agent.yaml's (a repository's config may set its own)."""
     token_limit: int | None = None

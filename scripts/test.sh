@@ -2,7 +2,7 @@
 # Set up everything the tests need on a fresh machine (venv, Docker engine, sandbox image), run the static checks
 # (scripts/lint.sh), then run the tests:
 # unit tests (fast, no Docker), the PostgreSQL suite (marker `postgres`), the Docker integration/end-to-end tests
-# (markers `docker`, `e2e`), deploy/ brought up for real with docker compose, with its faults (marker `compose`:
+# (markers `docker`, `e2e`), the fault-injection tests in tests/faults/ (marker `faults`), deploy/ brought up for real with docker compose, with its faults (marker `compose`:
 # builds the App's image and a PostgreSQL image from Debian's packages; about 6 minutes on a fresh machine), and the
 # real-model tier (marker `realmodel`: a real Qwen2.5-Coder-1.5B on llama.cpp's CPU server; its fixture runs
 # scripts/ensure-model.sh, which compiles llama.cpp once and caches it and the weights under

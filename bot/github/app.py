@@ -11,7 +11,9 @@ from githubkit.cache import MemCacheStrategy
 
 from bot.github.errors import translated
 from bot.github.gateway import BotIdentity
+from bot.github.pacing import Pacers
 from bot.github.repo import RepoGateway
+from bot.github.retry import RateLimitRetry
 from bot.settings import Settings
 
 __all__ = ["GitHubApp", "RepoGateway"]
@@ -32,7 +34,7 @@ class _SharedTransport(httpx.HTTPTransport):
 class GitHubApp:
     """The App: makes per-repository gateways and knows its own bot identity. One per worker process."""
 
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: Settings, *, pacers: Pacers | None = None) -> None:
         self._base_url = settings.github_api_url
         self._auth = AppAuthStrategy(str(settings.app_id), settings.require_private_key())
         # One token cache per App object: githubkit's default is process-wide and its keys omit the URL.
@@ -40,6 +42,8 @@ class GitHubApp:
         # githubkit builds an httpx client per request outside `with`: with its own transport that meant a new TLS
         # context (~10-40 ms of CPU here) and a new connection per call. One shared, thread-safe pool instead.
         self._transport = _SharedTransport()
+        self._retry = RateLimitRetry()  # githubkit's own retry loop, waiting out rate limits within a bound
+        self._pacers = pacers or Pacers()  # one installation's writes one at a time, a second apart
         self._app = self._client(self._auth)
         self._identity: BotIdentity | None = None
 
@@ -49,7 +53,7 @@ class GitHubApp:
             base_url=self._base_url,
             cache_strategy=self._cache,
             http_cache=False,
-            auto_retry=True,
+            auto_retry=self._retry,
             transport=self._transport,
         )
 
@@ -60,7 +64,7 @@ class GitHubApp:
         client = self._client(auth)
         mint, identity = (lambda: self.mint_token(installation_id, name)), (lambda: self.bot_identity(client))
         teams = lambda: self._client(self._auth.as_installation(installation_id, permissions=TEAM_PERMISSIONS))  # noqa: E731
-        return RepoGateway(client, owner, name, mint, identity, teams=teams)
+        return RepoGateway(client, owner, name, mint, identity, teams=teams, pacer=self._pacers.of(installation_id))
 
     def mint_token(self, installation_id: int, name: str) -> str:
         """A new installation token for git, outside githubkit's cache, narrowed to one repository."""

@@ -7,21 +7,23 @@ from contextlib import contextmanager
 
 from githubkit.exception import GitHubException, RequestError, RequestFailed
 
-from bot.github.gateway import GitHubError
+from bot.github.gateway import GitHubError, RateLimited
+from bot.github.retry import rate_limit_wait
 
 
 @contextmanager
 def translated(what: str) -> Iterator[None]:
-    """Turn githubkit's failures into a GitHubError that is safe to log."""
+    """Turn githubkit's failures into a GitHubError that is safe to log (`RateLimited` once retries are spent)."""
     try:
         yield
-    except RequestFailed as exc:
-        raise GitHubError(f"{what}: HTTP {exc.response.status_code} {_message(exc)}") from exc
-    except RequestError as exc:  # also wraps failures while minting an installation token
-        origin = exc.exc
-        if isinstance(origin, RequestFailed):
-            raise GitHubError(f"{what}: HTTP {origin.response.status_code} {_message(origin)}") from exc
-        raise GitHubError(f"{what}: {type(origin).__name__}") from exc
+    except RequestError as exc:  # RequestFailed, or a failure wrapped while minting an installation token
+        origin = exc if isinstance(exc, RequestFailed) else exc.exc
+        if not isinstance(origin, RequestFailed):
+            raise GitHubError(f"{what}: {type(origin).__name__}") from exc
+        text = f"{what}: HTTP {origin.response.status_code} {_message(origin)}"
+        if (wait := rate_limit_wait(origin)) is not None:  # the retries' bound is spent: the job is deferred
+            raise RateLimited(text, wait) from exc
+        raise GitHubError(text) from exc
     except GitHubException as exc:
         raise GitHubError(f"{what}: {type(exc).__name__}: {exc}") from exc
 

@@ -12,6 +12,14 @@ class GitHubError(Exception):
     """A GitHub call failed; the message is fit for logs (no tokens, no request bodies)."""
 
 
+class RateLimited(GitHubError):
+    """GitHub's rate limit outlasted one request's bounded retries; `retry_after`: seconds GitHub asked to wait."""
+
+    def __init__(self, message: str, retry_after: float) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
 @dataclass(frozen=True)
 class Issue:
     """An issue (or a pull request seen through the issues API)."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 from collections.abc import Callable
+from contextlib import nullcontext
 from typing import Any
 
 from githubkit import GitHub
@@ -11,6 +12,7 @@ from githubkit.exception import RequestFailed
 
 from bot.github.errors import status_of, translated
 from bot.github.gateway import BotIdentity, Comment, GitHubError, Issue, PullRequest, RepoInfo
+from bot.github.pacing import WRITE_METHODS, WritePacer
 
 KNOWN_ROLES = ("admin", "maintain", "write", "triage", "read")
 DRAFT_UNSUPPORTED = "draft pull requests are not supported"
@@ -58,15 +60,18 @@ class RepoGateway:
         identity: Callable[[], BotIdentity],
         *,
         teams: Callable[[], GitHub[Any]] | None = None,
+        pacer: WritePacer | None = None,
     ) -> None:
         self._gh = github  # keep the GitHub object alive: its REST namespace does not hold it
         self._teams = teams or (lambda: github)
         self.owner, self.name = owner, name
         self._mint, self._identity = mint, identity
         self._prefix = f"/repos/{owner}/{name}"
+        self._pacer = pacer or WritePacer()  # the installation's, shared by its gateways (GitHubApp)
 
     def _json(self, what: str, method: str, path: str, **kwargs: Any) -> Any:
-        with translated(what):
+        turn = self._pacer.turn() if method in WRITE_METHODS else nullcontext()
+        with translated(what), turn:
             resp = self._gh.request(method, self._prefix + path, **kwargs)
         return resp.json() if resp.raw_response.content else None
 

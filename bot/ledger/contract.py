@@ -101,12 +101,16 @@ class Ledger(Protocol):
         """Put a running job back in the queue without spending an attempt (worker shutting down)."""
         ...
 
+    def defer(self, job_id: str, worker_id: str, until: float, error: str) -> bool:
+        """Put a running job back in the queue, claimable from `until` (epoch s); its attempt stays spent."""
+        ...
+
     def expired(self, now: float) -> builtins.list[Job]:
         """Running jobs whose lease ended before `now` (epoch seconds)."""
         ...
 
     def queued_ids(self, *, control: bool = False) -> builtins.list[str]:
-        """Ids of every queued job (only `/agent` control jobs with control=True), oldest first."""
+        """Ids of every queued job that may run now (only `/agent` control jobs with control=True), oldest first."""
         ...
 
     def fleet(self) -> tuple[dict[str, int], float | None]:

@@ -31,6 +31,12 @@ REQUEUE = (
     "attempts = CASE WHEN attempts > 0 THEN attempts - 1 ELSE 0 END, updated_at = ? "
     "WHERE id = ? AND worker_id = ? AND status = 'running'"
 )
+# A queued row's lease_expires_at is when it may run again (NULL: now); the deferred claim stays spent.
+DEFER = (
+    "UPDATE jobs SET status = 'queued', worker_id = NULL, lease_expires_at = ?, error = ?, updated_at = ? "
+    "WHERE id = ? AND worker_id = ? AND status = 'running'"
+)
+DUE = "(lease_expires_at IS NULL OR lease_expires_at <= ?)"
 UPSERT_INSTALLATION = (
     "INSERT INTO installations (id, account, suspended, repositories, updated_at) VALUES (?, ?, ?, ?, ?) "
     "ON CONFLICT (id) DO UPDATE SET account = CASE WHEN excluded.account = '' THEN installations.account "

@@ -168,16 +168,22 @@ class SqlLedger(Generic[C]):
         """Back to queued without spending an attempt (the worker is shutting down)."""
         return self._update(sql.REQUEUE, time.time(), job_id, worker_id)
 
+    def defer(self, job_id: str, worker_id: str, until: float, error: str) -> bool:
+        """Back to queued, claimable again from `until` (epoch s); the attempt stays spent."""
+        return self._update(sql.DEFER, until, error, time.time(), job_id, worker_id)
+
     def expired(self, now: float) -> builtins.list[Job]:
         """Running jobs whose lease ended before `now`."""
         where = "status = 'running' AND lease_expires_at < ?"
         return self._on_conn(lambda conn: sql.select_jobs(self.dialect, conn, where, (now,)))
 
     def queued_ids(self, *, control: bool = False) -> builtins.list[str]:
-        """Ids of every queued job (only `/agent` control jobs with control=True), oldest first."""
+        """Ids of every queued job that may run now (only `/agent` control jobs with control=True), oldest first."""
         kinds = f" AND NOT ({sql.RUNS})" if control else ""
         rows = self._read(
-            f"SELECT id FROM jobs WHERE status = 'queued'{kinds} ORDER BY created_at, {self.dialect.tiebreak}"
+            f"SELECT id FROM jobs WHERE status = 'queued' AND {sql.DUE}{kinds} "
+            f"ORDER BY created_at, {self.dialect.tiebreak}",
+            (time.time(),),
         )
         return [r[0] for r in rows]
 

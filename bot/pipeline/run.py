@@ -13,7 +13,7 @@ import structlog
 
 from bot.agent.config import MiniFixAgentConfig, ModelConfig
 from bot.agent.loop import StepEvent
-from bot.github.gateway import GitHubError, GitHubGateway, Issue, can_write
+from bot.github.gateway import GitHubError, GitHubGateway, Issue, RateLimited, can_write
 from bot.jobs import SHUTDOWN_REASON, Job, JobKind, JobOutcome, JobStatus, Outcome, RunInfo, cancel_reason
 from bot.pipeline import attempts, execute
 from bot.pipeline.admit import (
@@ -28,6 +28,7 @@ from bot.pipeline.capacity import JobBudget, SandboxSlots
 from bot.pipeline.ceilings import attempts_for, clamp
 from bot.pipeline.choose import dropped_notes, dropped_text, evidence
 from bot.pipeline.control import run_control
+from bot.pipeline.deferral import rate_limited
 from bot.pipeline.deps import PipelineDeps
 from bot.pipeline.execute import RunFailed
 from bot.pipeline.feedback import review_feedback
@@ -68,6 +69,8 @@ def run_pipeline(job: Job, cancel: threading.Event, deps: PipelineDeps) -> JobOu
             admitted, notes = clamp(admitted, deps.settings)
             agent = agent_config_for(deps.agent_config, deps.settings, admitted)
             return _run(job, cancel, deps, gh, number, run_id, admitted, agent, notes)
+        except RateLimited as exc:  # before a status comment exists: run again once GitHub allows
+            return rate_limited(job, gh, exc, run_id, deps.settings)
         except (GitHubError, RunFailed) as exc:  # before a status comment exists: nowhere useful to write
             log.warning("job_failed_early", error=str(exc))
             return JobOutcome(JobStatus.FAILED, run_id=run_id, error=str(exc))

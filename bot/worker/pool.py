@@ -200,6 +200,8 @@ class Worker:
         with self._lock:
             self._running.pop(job.id, None)
         self._release_deferred(job.installation_id)
+        if outcome.status == JobStatus.QUEUED and outcome.retry_in is not None:
+            return self._defer(job, outcome.retry_in, outcome.error or "deferred")
         if self._stopping.is_set() and outcome.status not in KEEP_ON_STOP:
             self._requeue(job.id)
             return JobStatus.QUEUED
@@ -216,6 +218,13 @@ class Worker:
         metrics.JOBS_FINISHED.labels(status=status.value).inc()
         log.info("job finished", status=status, pr_url=outcome.pr_url, error=outcome.error)
         return status
+
+    def _defer(self, job: Job, seconds: float, error: str) -> JobStatus:
+        """Back to the queue, claimable in `seconds` (the reconciler dispatches it then, on any worker)."""
+        if self.ledger.defer(job.id, self.worker_id, time.time() + seconds, error):
+            log.info("job put back in the queue for later", retry_in_s=seconds, attempt=job.attempts, error=error)
+        metrics.JOBS_FINISHED.labels(status=JobStatus.QUEUED.value).inc()
+        return JobStatus.QUEUED
 
     def _requeue(self, job_id: str) -> None:
         if self.ledger.requeue(job_id, self.worker_id):

@@ -115,6 +115,27 @@ def test_requeue_gives_the_attempt_back(ledger: Any) -> None:
     assert ledger.queued_ids() == [job.id]
 
 
+def test_defer_keeps_the_attempt_and_hides_the_job_until_its_time(ledger: Any) -> None:
+    job = ledger.submit(request()).job
+    ledger.claim(job.id, "w", 60)
+    assert ledger.defer(job.id, "w", time.time() + 3600, "github_rate_limited: HTTP 403")
+    assert not ledger.defer(job.id, "w", time.time(), "again")  # no longer held by w
+    later = ledger.get(job.id)
+    assert later is not None and (later.status, later.attempts, later.worker_id) == (JobStatus.QUEUED, 1, None)
+    assert later.error == "github_rate_limited: HTTP 403"
+    assert ledger.queued_ids() == [] and ledger.claim(job.id, "w2", 60) is None
+    assert ledger.claim(job.id, "w", 60) is None
+
+
+def test_a_deferred_job_is_claimable_once_due(ledger: Any) -> None:
+    job = ledger.submit(request()).job
+    ledger.claim(job.id, "w", 60)
+    assert ledger.defer(job.id, "w", time.time() - 1, "github_rate_limited: HTTP 403")
+    assert ledger.queued_ids() == [job.id]
+    again = ledger.claim(job.id, "w2", 60)
+    assert again is not None and again.attempts == 2 and again.worker_id == "w2"
+
+
 def test_finish_records_the_outcome(ledger: Any) -> None:
     job = ledger.submit(request()).job
     ledger.claim(job.id, "w", 60)

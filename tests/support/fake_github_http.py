@@ -39,7 +39,15 @@ class GitHubHandler(BaseHTTPRequestHandler):
 
     def _dispatch(self, method: str) -> None:
         url = urlsplit(self.path)
-        if re.match(r"^/[^/]+/[^/]+\.git/", url.path):
+        is_git = re.match(r"^/[^/]+/[^/]+\.git/", url.path) is not None
+        if fault := self.github.faults.take(method, url.path):  # injected failures (fake_github_faults.py)
+            if is_git:
+                self.github.git_requests.append((url.path, fault.status))
+            else:
+                self.github.requests.append((method, url.path))
+            self._body()  # read, so the client sees the answer and not a reset connection
+            return self._json(fault.status, fault.body or {"message": "injected"}, fault.headers)
+        if is_git:
             return self._git(method, url.path, url.query)
         self.github.requests.append((method, url.path))
         body = self._body()
@@ -71,11 +79,13 @@ class GitHubHandler(BaseHTTPRequestHandler):
             return self.github.check_jwt(credential) or credential in self.github.tokens
         return self.github.token_allows(credential, f"{groups['owner']}/{groups['name']}")
 
-    def _json(self, status: int, data: Any) -> None:
+    def _json(self, status: int, data: Any, headers: dict[str, str] | None = None) -> None:
         raw = b"" if status == 204 else json.dumps(data).encode()
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(raw)))
+        for name, value in (headers or {}).items():
+            self.send_header(name, value)
         self.end_headers()
         self.wfile.write(raw)
 

@@ -54,5 +54,5 @@ class PostgresLedger(SqlLedger[Conn]):
     def claim(self, job_id: str, worker_id: str, lease_seconds: float) -> Job | None:
         """Take a queued job, or a running one whose lease expired (one attempt more)."""
         now = time.time()
-        params = (worker_id, now + lease_seconds, now, job_id, now)
+        params = (worker_id, now + lease_seconds, now, job_id, now, now)
         return self._on_conn(lambda conn: ledger_postgres_ops.one_job(conn, ledger_postgres_ops.CLAIM, params))

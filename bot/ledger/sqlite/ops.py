@@ -38,7 +38,8 @@ INSERT = (
 )
 CLAIM = (
     "UPDATE jobs SET status = 'running', worker_id = ?, lease_expires_at = ?, attempts = attempts + 1, "
-    "updated_at = ? WHERE id = ? AND (status = 'queued' OR (status = 'running' AND lease_expires_at < ?))"
+    "updated_at = ? WHERE id = ? AND ((status = 'queued' AND (lease_expires_at IS NULL OR lease_expires_at <= ?)) "
+    "OR (status = 'running' AND lease_expires_at < ?))"
 )
 Conn = sqlite3.Connection
 
@@ -125,7 +126,7 @@ def new_job_id() -> str:
 def claim(conn: Conn, job_id: str, worker_id: str, lease_seconds: float) -> Job | None:
     """Take a queued job, or a running one whose lease expired; None when it is not claimable."""
     now = time.time()
-    claimed = conn.execute(CLAIM, (worker_id, now + lease_seconds, now, job_id, now)).rowcount
+    claimed = conn.execute(CLAIM, (worker_id, now + lease_seconds, now, job_id, now, now)).rowcount
     return select_jobs(SQLITE, conn, "id = ?", (job_id,))[0] if claimed else None
 
 
