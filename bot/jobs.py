@@ -150,6 +150,7 @@ class RunInfo(TypedDict):
     exit_status: str
     stop_reason: NotRequired[str]
     clamped: NotRequired[list[str]]  # the repository's config values the operator's ceilings lowered or refused
+    notes: NotRequired[list[str]]  # where the change went when that is not the usual (a moved branch or base)
 
 
 @dataclass(frozen=True)

@@ -56,6 +56,14 @@ class PullRequest:
 
 
 @dataclass(frozen=True)
+class GitToken:
+    """An installation token for git and when it stops working (seconds since the epoch)."""
+
+    token: str
+    expires_at: float
+
+
+@dataclass(frozen=True)
 class BotIdentity:
     """The App's bot user, as git author and committer."""
 
@@ -136,6 +144,10 @@ class GitHubGateway(Protocol):
 
     def team_member(self, team: str, user: str) -> bool:
         """Whether `user` is an active member of team `team` (a slug) of the owner organisation."""
+        ...
+
+    def git_credential(self) -> GitToken:
+        """A new installation token for git, narrowed to this repository, with its expiry."""
         ...
 
 

@@ -10,7 +10,7 @@ from githubkit import GitHub
 from githubkit.exception import RequestFailed
 
 from bot.github.errors import status_of, translated
-from bot.github.gateway import BotIdentity, Comment, GitHubError, Issue, PullRequest, RepoInfo
+from bot.github.gateway import BotIdentity, Comment, GitHubError, GitToken, Issue, PullRequest, RepoInfo
 
 KNOWN_ROLES = ("admin", "maintain", "write", "triage", "read")
 DRAFT_UNSUPPORTED = "draft pull requests are not supported"
@@ -54,7 +54,7 @@ class RepoGateway:
         github: GitHub[Any],
         owner: str,
         name: str,
-        mint: Callable[[], str],
+        mint: Callable[[], GitToken],
         identity: Callable[[], BotIdentity],
         *,
         teams: Callable[[], GitHub[Any]] | None = None,
@@ -158,7 +158,7 @@ class RepoGateway:
 
     def git_token(self) -> str:
         """A fresh token for git, narrowed to this repository."""
-        return self._mint()
+        return self._mint().token
 
     def bot_identity(self) -> BotIdentity:
         """The App's bot user."""
@@ -200,3 +200,7 @@ class RepoGateway:
                 return False
             raise
         return bool(resp.json().get("state") == "active")
+
+    def git_credential(self) -> GitToken:
+        """A fresh token for git, narrowed to this repository, with its expiry."""
+        return self._mint()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from bot.github.gateway import GitHubGateway, PullRequest
+from bot.github.gateway import GitHubGateway, GitToken, PullRequest
 from bot.trajectory import redact
 
 
@@ -27,6 +27,12 @@ class RedactingGateway:
         token = self._inner.git_token()
         self._secrets.append(token)
         return token
+
+    def git_credential(self) -> GitToken:
+        """A new installation token with its expiry, remembered like `git_token`'s."""
+        credential = self._inner.git_credential()
+        self._secrets.append(credential.token)
+        return credential
 
     def create_comment(self, number: int, body: str) -> int:
         """Post a redacted comment."""

@@ -8,10 +8,10 @@ from typing import Any
 
 from bot.agent.loop import AgentResult
 from bot.github.gateway import GitHubGateway, Issue, PullRequest
-from bot.jobs import Outcome, RunInfo
-from bot.pipeline import gitops
+from bot.jobs import JobKind, Outcome, RunInfo
+from bot.pipeline import branch, gitops
 from bot.pipeline.checks import checks_from_steps, untrusted_summary
-from bot.pipeline.execute import RunFailed
+from bot.pipeline.execute import RunFailed, git_failure
 from bot.pipeline.transcript import render_trajectory, steps_from_messages
 from bot.render import diffstat, fit, render
 
@@ -25,19 +25,56 @@ class Published:
     draft_fallback: bool
 
 
-def push_change(gh: GitHubGateway, checkout: Path, diff: str, *, issue: Issue, run: RunInfo, token: str) -> None:
-    """Apply the diff to the worker's checkout, commit as the bot user, force-push the issue's branch."""
+def push_change(
+    gh: GitHubGateway,
+    checkout: Path,
+    diff: str,
+    *,
+    issue: Issue,
+    run: RunInfo,
+    token: gitops.Token,
+    start: branch.Start,
+    kind: JobKind,
+) -> branch.Pushed:
+    """Apply the diff to the worker's checkout, commit it as the bot user on top of where the job started, push it
+    with a lease (branch.push)."""
+    identity = gh.bot_identity()
     try:
         gitops.apply_diff(checkout, diff)
-        gitops.commit(checkout, gh.bot_identity(), render("commit_message.md", issue=issue, run=run))
-        gitops.push(checkout, token, gitops.branch_name(issue.number))
+        gitops.commit(checkout, identity, render("commit_message.md", issue=issue, run=run))
+        pushed = branch.push(checkout, token, start, kind=kind, identity=identity, run_id=run["run_id"])
     except gitops.GitError as exc:
-        raise RunFailed(Outcome.PUSH_FAILED, str(exc)) from exc
+        raise RunFailed(Outcome.PUSH_FAILED, git_failure(exc)) from exc
+    run.setdefault("notes", []).extend(push_notes(pushed, start, issue.number))
+    return pushed
 
 
-def open_or_update_pr(gh: GitHubGateway, *, issue: Issue, base: str, body_vars: dict[str, Any]) -> Published:
-    """Update the issue's open PR, or open a draft one; never a second PR for the same branch."""
-    branch = gitops.branch_name(issue.number)
+def push_notes(pushed: branch.Pushed, start: branch.Start, number: int) -> list[str]:
+    """What the status comment and the PR body say about where the commit went."""
+    notes = []
+    if pushed.diverted:
+        notes.append(
+            f"`{start.branch}` changed while this run worked (someone pushed to it), so it was not overwritten: "
+            f"this run's commit is on the new branch `{pushed.branch}`, proposed as a pull request into "
+            f"`{start.branch}`. Merge it there, or comment `/agent retry` to run again on top of the branch as it is now."
+        )
+    if pushed.conflicts:
+        notes.append(
+            f"`{start.default_branch}` moved while this run worked and this change conflicts with its current head "
+            f"(it is based on the earlier one). Resolve the conflict on `{pushed.branch}`, or comment "
+            f"`/agent retry --fresh` to start over from the current `{start.default_branch}`."
+        )
+    elif pushed.base_moved:
+        notes.append(f"`{start.default_branch}` moved while this run worked: the change was rebased onto its new head.")
+    return notes
+
+
+def open_or_update_pr(
+    gh: GitHubGateway, *, issue: Issue, base: str, body_vars: dict[str, Any], head: str | None = None
+) -> Published:
+    """Update the issue's open PR, or open a draft one from `head` (the issue's branch by default); never a second
+    PR for the same branch."""
+    branch = head or gitops.branch_name(issue.number)
     existing = gh.find_open_pr(branch)
     if existing is not None:
         gh.update_pr(existing.number, title=issue.title, body=_body(body_vars, draft_fallback=not existing.draft))

@@ -13,9 +13,9 @@ import structlog
 
 from bot.agent.config import MiniFixAgentConfig, ModelConfig
 from bot.agent.loop import StepEvent
-from bot.github.gateway import GitHubError, GitHubGateway, Issue, can_write
+from bot.github.gateway import GitHubError, GitHubGateway, Issue, RepoInfo, can_write
 from bot.jobs import SHUTDOWN_REASON, Job, JobKind, JobOutcome, JobStatus, Outcome, RunInfo, cancel_reason
-from bot.pipeline import attempts, execute
+from bot.pipeline import attempts, branch, execute, gitops
 from bot.pipeline.admit import (
     admit,
     agent_config_for,
@@ -37,6 +37,7 @@ from bot.pipeline.publish import attach_trajectory, open_or_update_pr, pr_body_v
 from bot.pipeline.report import report, run_link
 from bot.pipeline.state import RunState
 from bot.pipeline.status import StatusComment
+from bot.pipeline.tokens import FreshToken
 from bot.pipeline.task import build_task, clean
 from bot.render import render
 from bot.repo_config.schema import RepoConfig
@@ -134,18 +135,22 @@ def _work(state: RunState, deps: PipelineDeps) -> None:
         tempfile.TemporaryDirectory(prefix=f"mini-fix-{run_id}-", dir=deps.workdir) as tmp,
     ):
         checkout = Path(tmp) / "repo"
-        token = gh.git_token()
-        execute.clone(repo, token, checkout, max_bytes=deps.settings.max_clone_bytes)
+        token = FreshToken(gh.git_credential)  # minted again near its expiry: a long run's push still works
+        start = _start(state, repo, checkout, token, deps)
         _check_cancel(cancel)
         task = _task(state, issue, checkout)
-        secrets = [token, *deps.settings.secrets]
+        if earlier := _builds_on(checkout, token, start):
+            task = f"{task}\n\n{earlier}"
+        secrets = [*token.minted, *deps.settings.secrets]
         runs = started.run(task, checkout, Path(tmp), secrets)
         _check_cancel(cancel)
         chosen = judge(state, deps, runs, sandbox_config, checkout=checkout, scratch=Path(tmp), secrets=secrets)
         assert chosen.candidate.change is not None and chosen.result is not None
         diff = chosen.candidate.change.diff
         _check_cancel(cancel)
-        push_change(gh, checkout, diff, issue=issue, run=state.run, token=token)
+        pushed = push_change(
+            gh, checkout, diff, issue=issue, run=state.run, token=token, start=start, kind=state.job.kind
+        )
     link = run_link(deps.settings, chosen.candidate.run_id)
     body_vars = {
         **pr_body_vars(issue, state.run, chosen.result, diff, link),
@@ -155,11 +160,32 @@ def _work(state: RunState, deps: PipelineDeps) -> None:
         "dropped": dropped_text(chosen.candidate),
         "dropped_notes": dropped_notes(chosen.candidate),
     }
-    state.published = open_or_update_pr(gh, issue=issue, base=repo.default_branch, body_vars=body_vars)
+    # A branch moved by someone during the run: the new commit is proposed as a PR into it, never forced over it.
+    base = start.branch if pushed.diverted else repo.default_branch
+    state.published = open_or_update_pr(gh, issue=issue, base=base, body_vars=body_vars, head=pushed.branch)
     messages = redact(chosen.result.messages, secrets)
     attach_trajectory(
         gh, state.published.pr, messages, run=state.run, exit_status=chosen.result.exit_status, run_link=link
     )
+
+
+def _start(state: RunState, repo: RepoInfo, checkout: Path, token: FreshToken, deps: PipelineDeps) -> branch.Start:
+    """Where the job starts (branch.plan_start), cloned into `checkout`."""
+    try:
+        start = branch.plan_start(state.job, repo, state.number, token)
+    except gitops.GitError as exc:
+        raise RunFailed(Outcome.CLONE_FAILED, execute.git_failure(exc)) from exc
+    execute.clone(repo, token, checkout, max_bytes=deps.settings.max_clone_bytes, branch=start.source)
+    return start
+
+
+def _builds_on(checkout: Path, token: FreshToken, start: branch.Start) -> str:
+    """What the run builds on, for its task; a fetch that fails leaves it out rather than end the run."""
+    try:
+        return branch.builds_on(checkout, token, start, depth=execute.CLONE_DEPTH)
+    except gitops.GitError as exc:
+        log.warning("builds_on_unknown", error=str(exc))
+        return ""
 
 
 def _task(state: RunState, issue: Issue, checkout: Path) -> str:
