@@ -103,7 +103,7 @@ def git_failure(exc: gitops.GitError) -> str:
     """A clone, fetch or push failure for the comment: a transient one (retried) told apart from GitHub refusing
     the App's token (a permission or installation problem, never retried)."""
     if exc.transient:
-        return f"a transient failure (GitHub or the network), retried {exc.retries} times: {exc}"
+        return f"a transient failure of GitHub or the network: {exc}"  # the message says how often it was retried
     if gitops.is_refusal(str(exc)):
         return f"GitHub refused the App's token (a permission or installation problem, not retried): {exc}"
     return str(exc)
