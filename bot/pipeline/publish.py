@@ -70,19 +70,38 @@ def push_notes(pushed: branch.Pushed, start: branch.Start, number: int) -> list[
 
 
 def open_or_update_pr(
-    gh: GitHubGateway, *, issue: Issue, base: str, body_vars: dict[str, Any], head: str | None = None
+    gh: GitHubGateway,
+    *,
+    issue: Issue,
+    base: str,
+    body_vars: dict[str, Any],
+    head: str | None = None,
+    title: str | None = None,
 ) -> Published:
     """Update the issue's open PR, or open a draft one from `head` (the issue's branch by default); never a second
-    PR for the same branch."""
+    PR for the same branch. The title is the issue's unless given (`[WIP] ...`)."""
     branch = head or gitops.branch_name(issue.number)
+    title = title or issue.title
     existing = gh.find_open_pr(branch)
     if existing is not None:
-        gh.update_pr(existing.number, title=issue.title, body=_body(body_vars, draft_fallback=not existing.draft))
+        gh.update_pr(existing.number, title=title, body=_body(body_vars, draft_fallback=not existing.draft))
         return Published(existing, created=False, draft_fallback=not existing.draft)
-    pr = gh.create_pr(title=issue.title, body=_body(body_vars, draft_fallback=False), head=branch, base=base)
+    pr = gh.create_pr(title=title, body=_body(body_vars, draft_fallback=False), head=branch, base=base)
     if not pr.draft:  # drafts unavailable here: say so in the body
-        gh.update_pr(pr.number, title=issue.title, body=_body(body_vars, draft_fallback=True))
+        gh.update_pr(pr.number, title=title, body=_body(body_vars, draft_fallback=True))
     return Published(pr, created=True, draft_fallback=not pr.draft)
+
+
+WIP_PREFIX = "[WIP] "
+
+
+def wip_note(limit: str) -> str:
+    """What the status comment and the PR body say about a change published when a limit ended its run."""
+    return (
+        f"Incomplete: the agent reached its {limit} before it finished, and this is the work it had done by then "
+        "(it passed the protected-path and secret checks, nothing more). Comment `/agent retry <guidance>` to "
+        "continue from it, or raise the limit in `.github/mini-fix.yml` (`limits:`)."
+    )
 
 
 def _body(body_vars: dict[str, Any], *, draft_fallback: bool) -> str:

@@ -33,7 +33,14 @@ from bot.pipeline.execute import RunFailed
 from bot.pipeline.feedback import review_feedback
 from bot.pipeline.judge import judge
 from bot.pipeline.outbound import RedactingGateway
-from bot.pipeline.publish import attach_trajectory, open_or_update_pr, pr_body_vars, push_change
+from bot.pipeline.publish import (
+    WIP_PREFIX,
+    attach_trajectory,
+    open_or_update_pr,
+    pr_body_vars,
+    push_change,
+    wip_note,
+)
 from bot.pipeline.report import report, run_link
 from bot.pipeline.state import RunState
 from bot.pipeline.status import StatusComment
@@ -147,6 +154,8 @@ def _work(state: RunState, deps: PipelineDeps) -> None:
         chosen = judge(state, deps, runs, sandbox_config, checkout=checkout, scratch=Path(tmp), secrets=secrets)
         assert chosen.candidate.change is not None and chosen.result is not None
         diff = chosen.candidate.change.diff
+        if state.wip:
+            state.run.setdefault("notes", []).append(wip_note(state.wip))
         _check_cancel(cancel)
         pushed = push_change(
             gh, checkout, diff, issue=issue, run=state.run, token=token, start=start, kind=state.job.kind
@@ -162,7 +171,10 @@ def _work(state: RunState, deps: PipelineDeps) -> None:
     }
     # A branch moved by someone during the run: the new commit is proposed as a PR into it, never forced over it.
     base = start.branch if pushed.diverted else repo.default_branch
-    state.published = open_or_update_pr(gh, issue=issue, base=base, body_vars=body_vars, head=pushed.branch)
+    title = f"{WIP_PREFIX}{issue.title}" if state.wip else issue.title
+    state.published = open_or_update_pr(
+        gh, issue=issue, base=base, body_vars=body_vars, head=pushed.branch, title=title
+    )
     messages = redact(chosen.result.messages, secrets)
     attach_trajectory(
         gh, state.published.pr, messages, run=state.run, exit_status=chosen.result.exit_status, run_link=link
