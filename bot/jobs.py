@@ -120,6 +120,7 @@ class Outcome(StrEnum):
 
     PR_OPENED = "pr_opened"
     PR_UPDATED = "pr_updated"
+    DUPLICATE_PR = "duplicate_pr"  # another open PR already fixes the issue: linked, not duplicated
     EMPTY_DIFF = "empty_diff"
     NO_ACCEPTABLE_ATTEMPT = "no_acceptable_attempt"  # several attempts, none of them may be proposed
     PROTECTED_PATHS = "protected_paths"

@@ -150,6 +150,10 @@ class GitHubGateway(Protocol):
         """A new installation token for git, narrowed to this repository, with its expiry."""
         ...
 
+    def list_open_prs(self) -> list[PullRequest]:
+        """Every open pull request of the repository (each with its head branch and body)."""
+        ...
+
 
 def can_write(role: str) -> bool:
     """Whether a collaborator role may trigger runs."""

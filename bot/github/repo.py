@@ -204,3 +204,7 @@ class RepoGateway:
     def git_credential(self) -> GitToken:
         """A fresh token for git, narrowed to this repository, with its expiry."""
         return self._mint()
+
+    def list_open_prs(self) -> list[PullRequest]:
+        """Every open pull request (every page)."""
+        return [_pull(data) for data in self._pages("listing pull requests", "/pulls")]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -90,6 +91,30 @@ def open_or_update_pr(
     if not pr.draft:  # drafts unavailable here: say so in the body
         gh.update_pr(pr.number, title=title, body=_body(body_vars, draft_fallback=True))
     return Published(pr, created=True, draft_fallback=not pr.draft)
+
+
+_CLOSES = re.compile(
+    r"\b(?:close[sd]?|fix(?:e[sd])?|resolve[sd]?):?\s+(?:(?P<repo>[\w.-]+/[\w.-]+)#|https?://\S+?/(?P<url>[\w.-]+/[\w.-]+)"
+    r"/issues/|#)(?P<number>\d+)\b",
+    re.IGNORECASE,
+)
+
+
+def closes(body: str, number: int, repo: str) -> bool:
+    """Whether a PR body closes issue `number` of `repo` with a closing keyword (`Fixes #N`, `closes o/r#N`, a URL)."""
+    for match in _CLOSES.finditer(body):
+        named = match.group("repo") or match.group("url")
+        if int(match.group("number")) == number and (named is None or named.lower() == repo.lower()):
+            return True
+    return False
+
+
+def duplicate_pr(gh: GitHubGateway, *, number: int, repo: str, branch: str) -> PullRequest | None:
+    """Another open PR (a person's or from another branch) that already fixes the issue, when the issue's own
+    branch has no open PR to update; None otherwise."""
+    if gh.find_open_pr(branch) is not None:
+        return None
+    return next((pr for pr in gh.list_open_prs() if pr.head != branch and closes(pr.body, number, repo)), None)
 
 
 WIP_PREFIX = "[WIP] "

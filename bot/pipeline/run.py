@@ -36,6 +36,7 @@ from bot.pipeline.outbound import RedactingGateway
 from bot.pipeline.publish import (
     WIP_PREFIX,
     attach_trajectory,
+    duplicate_pr,
     open_or_update_pr,
     pr_body_vars,
     push_change,
@@ -157,6 +158,9 @@ def _work(state: RunState, deps: PipelineDeps) -> None:
         if state.wip:
             state.run.setdefault("notes", []).append(wip_note(state.wip))
         _check_cancel(cancel)
+        if other := duplicate_pr(gh, number=issue.number, repo=repo.full_name, branch=start.branch):
+            state.run.setdefault("notes", []).append(f"Already fixed by the open pull request {other.url}.")
+            raise RunFailed(Outcome.DUPLICATE_PR, f"#{other.number} {other.url}")
         pushed = push_change(
             gh, checkout, diff, issue=issue, run=state.run, token=token, start=start, kind=state.job.kind
         )
