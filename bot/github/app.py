@@ -71,7 +71,6 @@ class GitHubApp:
         data = resp.json()
         return GitToken(str(data["token"]), _expiry(data.get("expires_at")))
 
-
     def bot_identity(self, installation: GitHub[Any]) -> BotIdentity:
         """`<slug>[bot]` and its noreply email, looked up once (/users needs an installation token)."""
         if self._identity is None:

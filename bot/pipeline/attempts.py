@@ -24,8 +24,8 @@ from bot.agent.model_base import Model
 from bot.jobs import Outcome
 from bot.pipeline import execute, exits
 from bot.pipeline.candidates import Candidate
-from bot.pipeline.change import Change
 from bot.pipeline.capacity import JobBudget, SandboxSlots
+from bot.pipeline.change import Change
 from bot.pipeline.execute import EarlySandbox, RunFailed
 from bot.repo_config.schema import RepoConfig
 from bot.trajectory import TrajectoryWriter

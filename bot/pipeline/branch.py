@@ -59,12 +59,15 @@ def builds_on(checkout: Path, token: gitops.Token, start: Start, *, depth: int) 
         f"## What this run builds on\n\nThis checkout is the pull request's branch `{start.branch}`: it already holds "
         f"these commits on top of `{start.default_branch}` (newest first), by mini-fix and possibly by people:\n"
         f"{lines}\n\nFiles they change:\n```\n{cap(clean(stat), 1500)}\n```\n"
-        "Work on top of them: keep what they do unless the guidance asks otherwise; your change is added as a new commit."
+        "Work on top of them: keep what they do unless the guidance asks otherwise; "
+        "your change is added as a new commit."
     )
     return cap(text, MAX_BUILDS_ON_CHARS)
 
 
-def push(checkout: Path, token: gitops.Token, start: Start, *, kind: JobKind, identity: BotIdentity, run_id: str) -> Pushed:
+def push(
+    checkout: Path, token: gitops.Token, start: Start, *, kind: JobKind, identity: BotIdentity, run_id: str
+) -> Pushed:
     """Push the committed change: a fix first follows a moved default branch (when the change applies cleanly),
     then the issue's branch with a lease on its head at the start; a branch moved meanwhile gets a new one."""
     base_moved = conflicts = False

@@ -57,7 +57,8 @@ def push_notes(pushed: branch.Pushed, start: branch.Start, number: int) -> list[
         notes.append(
             f"`{start.branch}` changed while this run worked (someone pushed to it), so it was not overwritten: "
             f"this run's commit is on the new branch `{pushed.branch}`, proposed as a pull request into "
-            f"`{start.branch}`. Merge it there, or comment `/agent retry` to run again on top of the branch as it is now."
+            f"`{start.branch}`. Merge it there, or comment `/agent retry` to run again on top of the branch "
+            "as it is now."
         )
     if pushed.conflicts:
         notes.append(

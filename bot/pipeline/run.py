@@ -45,8 +45,8 @@ from bot.pipeline.publish import (
 from bot.pipeline.report import report, run_link
 from bot.pipeline.state import RunState
 from bot.pipeline.status import StatusComment
-from bot.pipeline.tokens import FreshToken
 from bot.pipeline.task import build_task, clean
+from bot.pipeline.tokens import FreshToken
 from bot.render import render
 from bot.repo_config.schema import RepoConfig
 from bot.settings import Settings

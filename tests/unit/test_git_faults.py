@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import time
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -40,8 +40,6 @@ class MovesMain(ScriptedModel):
 
 
 def _parent(github: FakeGitHub, sha: str) -> str:
-    import subprocess
-
     bare = str(github.repos[REPO]["bare"])
     out = subprocess.run(["git", "--git-dir", bare, "rev-parse", f"{sha}^"], capture_output=True, text=True)
     return out.stdout.strip()
@@ -117,4 +115,3 @@ def test_fresh_token_mints_again_only_near_expiry() -> None:
     assert token() == "t0"
     now[0] += 2  # within ten minutes of its expiry
     assert token() == "t1" and token.minted == ["t0", "t1"]
-    assert time.time() > 0

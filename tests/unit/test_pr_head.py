@@ -11,6 +11,7 @@ from typing import Any
 import tenacity
 
 from bot.agent.model_base import ModelReply
+from bot.github.gateway import BotIdentity
 from bot.jobs import JobKind, JobStatus
 from bot.pipeline import gitops
 from tests.support.fake_github import FakeGitHub
@@ -19,6 +20,7 @@ from tests.unit.test_pipeline import FIX, REPO, SUBMIT, World, github
 
 __all__ = ["github"]  # the fixture, shared with test_pipeline
 BRANCH_OF = "mini-fix/issue-{}"
+BOT = BotIdentity("mini-fix[bot]", "1+mini-fix[bot]@users.noreply.github.com")
 
 
 def _git(github: FakeGitHub, *args: str) -> str:
@@ -56,9 +58,7 @@ def _first_run(world: World) -> str:
     return head
 
 
-def test_a_maintainers_fix_up_survives_a_retry_which_adds_one_commit_on_top(
-    github: FakeGitHub, tmp_path: Path
-) -> None:
+def test_a_maintainers_fix_up_survives_a_retry_which_adds_one_commit_on_top(github: FakeGitHub, tmp_path: Path) -> None:
     world = World(github, tmp_path, [FIX, bash(SUBMIT), bash("echo '# v2' >> calc.py"), bash(SUBMIT)])
     _first_run(world)
     branch = BRANCH_OF.format(world.issue)
@@ -127,7 +127,7 @@ def test_lease_refuses_a_push_over_a_moved_branch(github: FakeGitHub, tmp_path: 
     push_on_top(github, "topic", {"x.md": "someone\n"})
     (repo / "calc.py").write_text("changed\n")
     subprocess.run(["git", "-C", str(repo), "add", "-A"], check=True)
-    gitops.commit(repo, gitops_bot(), "mine")
+    gitops.commit(repo, BOT, "mine")
     try:
         gitops.push(repo, token, "topic", lease=gitops.NO_BRANCH)
     except gitops.LeaseRejected:
@@ -135,12 +135,6 @@ def test_lease_refuses_a_push_over_a_moved_branch(github: FakeGitHub, tmp_path: 
     else:
         raise AssertionError("the push replaced a branch created after the job started")
     assert github.show(REPO, "topic", "x.md") == "someone\n"
-
-
-def gitops_bot() -> Any:
-    from bot.github.gateway import BotIdentity
-
-    return BotIdentity("mini-fix[bot]", "1+mini-fix[bot]@users.noreply.github.com")
 
 
 def test_transient_git_failures_are_retried_and_refusals_are_not(
