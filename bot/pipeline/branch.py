@@ -81,6 +81,9 @@ def push(
         gitops.push(checkout, token, start.branch, lease=start.lease)
         return Pushed(start.branch, gitops.head(checkout), base_moved=base_moved, conflicts=conflicts)
     except gitops.LeaseRejected:
+        sha = gitops.head(checkout)
+        if gitops.remote_head(gitops.origin_url(checkout), token, start.branch) == sha:
+            return Pushed(start.branch, sha, base_moved=base_moved, conflicts=conflicts)  # an earlier try landed
         other = f"{start.branch}-{run_id}"
         gitops.push(checkout, token, other, lease=gitops.NO_BRANCH)
         return Pushed(other, gitops.head(checkout), diverted=True, base_moved=base_moved, conflicts=conflicts)

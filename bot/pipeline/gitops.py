@@ -233,6 +233,11 @@ def fetch(repo: Path, token: Token, branch: str, *, depth: int | None = None) ->
     return head(repo, "refs/mini-fix/fetched")
 
 
+def origin_url(repo: Path) -> str:
+    """The URL the checkout was cloned from."""
+    return _git(["remote", "get-url", "origin"], cwd=repo, what="git remote").strip()
+
+
 def head(repo: Path, rev: str = "HEAD") -> str:
     """The commit `rev` names in the checkout."""
     return _git(["rev-parse", "--verify", f"{rev}^{{commit}}"], cwd=repo, what="git rev-parse").strip()
