@@ -155,15 +155,8 @@ def _work(state: RunState, deps: PipelineDeps) -> None:
         chosen = judge(state, deps, runs, sandbox_config, checkout=checkout, scratch=Path(tmp), secrets=secrets)
         assert chosen.candidate.change is not None and chosen.result is not None
         diff = chosen.candidate.change.diff
-        if state.wip:
-            state.run.setdefault("notes", []).append(wip_note(state.wip))
         _check_cancel(cancel)
-        if other := duplicate_pr(gh, number=issue.number, repo=repo.full_name, branch=start.branch):
-            state.run.setdefault("notes", []).append(f"Already fixed by the open pull request {other.url}.")
-            raise RunFailed(Outcome.DUPLICATE_PR, f"#{other.number} {other.url}")
-        pushed = push_change(
-            gh, checkout, diff, issue=issue, run=state.run, token=token, start=start, kind=state.job.kind
-        )
+        pushed = _push(state, issue, repo, checkout, diff, token, start)
     link = run_link(deps.settings, chosen.candidate.run_id)
     body_vars = {
         **pr_body_vars(issue, state.run, chosen.result, diff, link),
@@ -182,6 +175,20 @@ def _work(state: RunState, deps: PipelineDeps) -> None:
     messages = redact(chosen.result.messages, secrets)
     attach_trajectory(
         gh, state.published.pr, messages, run=state.run, exit_status=chosen.result.exit_status, run_link=link
+    )
+
+
+def _push(
+    state: RunState, issue: Issue, repo: RepoInfo, checkout: Path, diff: str, token: FreshToken, start: branch.Start
+) -> branch.Pushed:
+    """Commit and push the chosen change, unless another open PR already fixes the issue (then say so)."""
+    if state.wip:
+        state.run.setdefault("notes", []).append(wip_note(state.wip))
+    if other := duplicate_pr(state.gh, number=issue.number, repo=repo.full_name, branch=start.branch):
+        state.run.setdefault("notes", []).append(f"Already fixed by the open pull request {other.url}.")
+        raise RunFailed(Outcome.DUPLICATE_PR, f"#{other.number} {other.url}")
+    return push_change(
+        state.gh, checkout, diff, issue=issue, run=state.run, token=token, start=start, kind=state.job.kind
     )
 
 
