@@ -79,12 +79,13 @@ def test_a_token_expiring_mid_run_does_not_lose_the_push(github: FakeGitHub, tmp
     assert len(git_tokens) >= 2  # minted again for the push
 
 
-def test_a_502_on_the_first_git_request_is_retried(github: FakeGitHub, tmp_path: Path) -> None:
-    github.git_failures = [502]
+def test_a_502_on_the_first_clone_is_retried(github: FakeGitHub, tmp_path: Path) -> None:
+    github.git_failures = [0, 0, 502]  # the branch look-up (two requests) passes, the clone's first request fails
     world = World(github, tmp_path, [FIX, bash(SUBMIT)])
     outcome = world.run()
     assert outcome.status == JobStatus.SUCCEEDED, outcome.error
-    assert github.git_requests[0][1] == 502 and github.git_requests[1][1] == 200
+    assert [status for _, status in github.git_requests[:4]] == [200, 200, 502, 200]
+    assert github.git_requests[2][0].endswith("/info/refs")  # the clone's opening request, answered 502
 
 
 def test_persistent_5xx_and_refusals_read_differently(github: FakeGitHub, tmp_path: Path) -> None:
