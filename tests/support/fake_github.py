@@ -49,7 +49,7 @@ class FakeGitHub:
         self.tokens: dict[str, dict[str, Any]] = {}  # token -> {installation, repositories, permissions}
         self.requests: list[tuple[str, str]] = []  # (method, path) of every request
         self.git_requests: list[tuple[str, int]] = []  # (path, status) of every git request
-        self.git_failures: list[int] = []  # statuses (e.g. 502) the next git requests get instead of an answer; 0 passes
+        self.git_failures: list[int] = []  # statuses (502...) the next git requests get; 0 lets one pass
         self.token_lifetime: float | None = None  # seconds a minted token works (None: until 2099)
         self.lock = threading.Lock()
         self._server: ThreadingHTTPServer | None = None
