@@ -120,6 +120,7 @@ class Outcome(StrEnum):
 
     PR_OPENED = "pr_opened"
     PR_UPDATED = "pr_updated"
+    DUPLICATE_PR = "duplicate_pr"  # another open PR already fixes the issue: linked, not duplicated
     EMPTY_DIFF = "empty_diff"
     NO_ACCEPTABLE_ATTEMPT = "no_acceptable_attempt"  # several attempts, none of them may be proposed
     PROTECTED_PATHS = "protected_paths"
@@ -151,6 +152,7 @@ class RunInfo(TypedDict):
     exit_status: str
     stop_reason: NotRequired[str]
     clamped: NotRequired[list[str]]  # the repository's config values the operator's ceilings lowered or refused
+    notes: NotRequired[list[str]]  # where the change went when that is not the usual (a moved branch or base)
 
 
 @dataclass(frozen=True)

@@ -3,6 +3,7 @@ githubkit's failures); only `bot/github/` imports githubkit."""
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 import httpx
@@ -10,7 +11,7 @@ from githubkit import AppAuthStrategy, GitHub
 from githubkit.cache import MemCacheStrategy
 
 from bot.github.errors import translated
-from bot.github.gateway import BotIdentity
+from bot.github.gateway import BotIdentity, GitToken
 from bot.github.pacing import Pacers
 from bot.github.repo import RepoGateway
 from bot.github.retry import RateLimitRetry
@@ -66,12 +67,13 @@ class GitHubApp:
         teams = lambda: self._client(self._auth.as_installation(installation_id, permissions=TEAM_PERMISSIONS))  # noqa: E731
         return RepoGateway(client, owner, name, mint, identity, teams=teams, pacer=self._pacers.of(installation_id))
 
-    def mint_token(self, installation_id: int, name: str) -> str:
+    def mint_token(self, installation_id: int, name: str) -> GitToken:
         """A new installation token for git, outside githubkit's cache, narrowed to one repository."""
         body = {"repositories": [name], "permissions": GIT_PERMISSIONS}
         with translated("minting an installation token"):
             resp = self._app.request("POST", f"/app/installations/{installation_id}/access_tokens", json=body)
-        return str(resp.json()["token"])
+        data = resp.json()
+        return GitToken(str(data["token"]), _expiry(data.get("expires_at")))
 
     def bot_identity(self, installation: GitHub[Any]) -> BotIdentity:
         """`<slug>[bot]` and its noreply email, looked up once (/users needs an installation token)."""
@@ -82,3 +84,11 @@ class GitHubApp:
                 user_id = installation.request("GET", f"/users/{login}").json()["id"]
             self._identity = BotIdentity(login, f"{user_id}+{login}@users.noreply.github.com")
         return self._identity
+
+
+def _expiry(stamp: Any) -> float:
+    """`expires_at` as epoch seconds; 0 (already expired: mint again at the next use) when absent or unreadable."""
+    try:
+        return datetime.fromisoformat(str(stamp).replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return 0.0

@@ -64,6 +64,14 @@ class PullRequest:
 
 
 @dataclass(frozen=True)
+class GitToken:
+    """An installation token for git and when it stops working (seconds since the epoch)."""
+
+    token: str
+    expires_at: float
+
+
+@dataclass(frozen=True)
 class BotIdentity:
     """The App's bot user, as git author and committer."""
 
@@ -144,6 +152,14 @@ class GitHubGateway(Protocol):
 
     def team_member(self, team: str, user: str) -> bool:
         """Whether `user` is an active member of team `team` (a slug) of the owner organisation."""
+        ...
+
+    def git_credential(self) -> GitToken:
+        """A new installation token for git, narrowed to this repository, with its expiry."""
+        ...
+
+    def list_open_prs(self) -> list[PullRequest]:
+        """Every open pull request of the repository (each with its head branch and body)."""
         ...
 
 

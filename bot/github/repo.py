@@ -11,7 +11,7 @@ from githubkit import GitHub
 from githubkit.exception import RequestFailed
 
 from bot.github.errors import status_of, translated
-from bot.github.gateway import BotIdentity, Comment, GitHubError, Issue, PullRequest, RepoInfo
+from bot.github.gateway import BotIdentity, Comment, GitHubError, GitToken, Issue, PullRequest, RepoInfo
 from bot.github.pacing import WRITE_METHODS, WritePacer
 
 KNOWN_ROLES = ("admin", "maintain", "write", "triage", "read")
@@ -56,7 +56,7 @@ class RepoGateway:
         github: GitHub[Any],
         owner: str,
         name: str,
-        mint: Callable[[], str],
+        mint: Callable[[], GitToken],
         identity: Callable[[], BotIdentity],
         *,
         teams: Callable[[], GitHub[Any]] | None = None,
@@ -163,7 +163,7 @@ class RepoGateway:
 
     def git_token(self) -> str:
         """A fresh token for git, narrowed to this repository."""
-        return self._mint()
+        return self._mint().token
 
     def bot_identity(self) -> BotIdentity:
         """The App's bot user."""
@@ -205,3 +205,11 @@ class RepoGateway:
                 return False
             raise
         return bool(resp.json().get("state") == "active")
+
+    def git_credential(self) -> GitToken:
+        """A fresh token for git, narrowed to this repository, with its expiry."""
+        return self._mint()
+
+    def list_open_prs(self) -> list[PullRequest]:
+        """Every open pull request (every page)."""
+        return [_pull(data) for data in self._pages("listing pull requests", "/pulls")]

@@ -22,9 +22,10 @@ from bot.agent.config import MiniFixAgentConfig, ModelConfig
 from bot.agent.loop import AgentResult, StepEvent
 from bot.agent.model_base import Model
 from bot.jobs import Outcome
-from bot.pipeline import execute
+from bot.pipeline import execute, exits
 from bot.pipeline.candidates import Candidate
 from bot.pipeline.capacity import JobBudget, SandboxSlots
+from bot.pipeline.change import Change
 from bot.pipeline.execute import EarlySandbox, RunFailed
 from bot.repo_config.schema import RepoConfig
 from bot.trajectory import TrajectoryWriter
@@ -201,10 +202,12 @@ class Attempts:
                     checkout=checkout,
                 )
                 _counted(candidate, attempt.result)
+                take = partial(execute.take_change, sandbox, checkout, export, max_bytes=plan.max_export_bytes,
+                               exclude=excludes)  # fmt: skip
+                if plan.config.keep_partial_work and exits.limit_ended(attempt.result.exit_status):
+                    candidate.partial = _partial(take)
                 execute.require_submission(attempt.result)
-                candidate.change = execute.take_change(
-                    sandbox, checkout, export, max_bytes=plan.max_export_bytes, exclude=excludes
-                )
+                candidate.change = take()
         finally:
             sandbox.close()
 
@@ -254,3 +257,12 @@ def started(plan: AttemptPlan) -> Iterator[Attempts]:
         yield attempts
     finally:
         attempts.discard()
+
+
+def _partial(take: Callable[[], Change]) -> Change | None:
+    """The change a limit-ended attempt left, or None when it cannot be taken out (the run then ends as before)."""
+    try:
+        return take()
+    except RunFailed:
+        log.warning("partial_change_lost", exc_info=True)
+        return None

@@ -59,6 +59,7 @@ class Candidate:
     tokens: int = 0
     seconds: float = 0.0
     error: str = ""  # how the attempt ended when it did not submit (the outcome's detail)
+    partial: Change | None = None  # what it left when a step, token or time limit ended it (keep_partial_work)
 
     @property
     def submitted(self) -> bool:

@@ -86,16 +86,27 @@ def issue_number(gh: GitHubGateway, job: Job) -> int:
     return int(match.group(1))
 
 
-def clone(repo: RepoInfo, token: str, dest: Path, *, max_bytes: int) -> None:
-    """Clone the default branch into `dest` with the token in a header only; refuse one over `max_bytes`."""
+def clone(repo: RepoInfo, token: gitops.Token, dest: Path, *, max_bytes: int, branch: str | None = None) -> None:
+    """Clone `branch` (the default one unless named) into `dest` with the token in a header only; refuse one over
+    `max_bytes`."""
     try:
-        gitops.clone(repo.clone_url, token, dest, branch=repo.default_branch, depth=CLONE_DEPTH)
+        gitops.clone(repo.clone_url, token, dest, branch=branch or repo.default_branch, depth=CLONE_DEPTH)
     except gitops.GitError as exc:
-        raise RunFailed(Outcome.CLONE_FAILED, str(exc)) from exc
+        raise RunFailed(Outcome.CLONE_FAILED, git_failure(exc)) from exc
     size = tree_bytes(dest)
     if size > max_bytes:
         detail = f"the clone holds {size:,} bytes, over the limit of {max_bytes:,} (MINIFIX_MAX_CLONE_BYTES)"
         raise RunFailed(Outcome.CLONE_FAILED, detail)
+
+
+def git_failure(exc: gitops.GitError) -> str:
+    """A clone, fetch or push failure for the comment: a transient one (retried) told apart from GitHub refusing
+    the App's token (a permission or installation problem, never retried)."""
+    if exc.transient:
+        return f"a transient failure of GitHub or the network: {exc}"  # the message says how often it was retried
+    if gitops.is_refusal(str(exc)):
+        return f"GitHub refused the App's token (a permission or installation problem, not retried): {exc}"
+    return str(exc)
 
 
 def tree_bytes(root: Path) -> int:

@@ -61,3 +61,12 @@ CRASHED = Exit(Outcome.AGENT_CRASHED, "the agent crashed; see the trajectory")
 def exit_for(exit_status: str) -> Exit:
     """How an exit status other than `Submitted` reads."""
     return EXITS.get(exit_status, CRASHED)
+
+
+LIMIT_NAMES = {"LimitsExceeded": "step limit", "TimeExceeded": "wall-time limit", "TokenLimitExceeded": "token limit"}
+"""The agent's own budget endings, and the limit each names."""
+
+
+def limit_ended(exit_status: str) -> bool:
+    """Whether the agent stopped because it reached one of its own step, token or time limits."""
+    return exit_status in LIMIT_NAMES

@@ -5,13 +5,14 @@ from __future__ import annotations
 from pathlib import Path
 
 from bot.jobs import Outcome
+from bot.pipeline import exits
 from bot.pipeline.attempts import Attempt
 from bot.pipeline.choose import attempts_table, choose
 from bot.pipeline.deps import PipelineDeps
 from bot.pipeline.execute import RunFailed
 from bot.pipeline.report import run_link
 from bot.pipeline.state import RunState
-from bot.pipeline.verdicts import none_acceptable, record_verdicts, refuse
+from bot.pipeline.verdicts import none_acceptable, partial_work, record_verdicts, refuse
 from bot.pipeline.verify import verify
 from sandbox.base import SandboxConfig
 
@@ -56,6 +57,10 @@ def judge(
     chosen = next((run for run in runs if run.candidate is choice.chosen), None)
     statuses = [run.result.exit_status for run in runs if run.result is not None]
     state.run["exit_status"] = ", ".join(dict.fromkeys(statuses))
+    if chosen is None and state.config.keep_partial_work:
+        chosen = partial_work(runs, state.config, secrets)
+        if chosen is not None and chosen.result is not None:
+            state.wip = exits.LIMIT_NAMES[chosen.result.exit_status]
     if chosen is None:
         state.result = runs[0].result if state.count == 1 else None
         raise none_acceptable(runs, state.paths)

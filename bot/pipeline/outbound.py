@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from bot.github.gateway import GitHubGateway, PullRequest
+from bot.github.gateway import GitHubGateway, GitToken, PullRequest
 from bot.trajectory import redact
 
 
@@ -28,6 +28,12 @@ class RedactingGateway:
         token = self._inner.git_token()
         self._secrets.append(token)
         return token
+
+    def git_credential(self) -> GitToken:
+        """A new installation token with its expiry, remembered like `git_token`'s."""
+        credential = self._inner.git_credential()
+        self._secrets.append(credential.token)
+        return credential
 
     def create_comment(self, number: int, body: str) -> int:
         """Post a redacted comment."""

@@ -13,9 +13,9 @@ import structlog
 
 from bot.agent.config import MiniFixAgentConfig, ModelConfig
 from bot.agent.loop import StepEvent
-from bot.github.gateway import GitHubError, GitHubGateway, Issue, RateLimited, can_write
+from bot.github.gateway import GitHubError, GitHubGateway, Issue, RateLimited, RepoInfo, can_write
 from bot.jobs import SHUTDOWN_REASON, Job, JobKind, JobOutcome, JobStatus, Outcome, RunInfo, cancel_reason
-from bot.pipeline import attempts, execute
+from bot.pipeline import attempts, branch, execute, gitops
 from bot.pipeline.admit import (
     admit,
     agent_config_for,
@@ -34,11 +34,20 @@ from bot.pipeline.execute import RunFailed
 from bot.pipeline.feedback import review_feedback
 from bot.pipeline.judge import judge
 from bot.pipeline.outbound import RedactingGateway
-from bot.pipeline.publish import attach_trajectory, open_or_update_pr, pr_body_vars, push_change
+from bot.pipeline.publish import (
+    WIP_PREFIX,
+    attach_trajectory,
+    duplicate_pr,
+    open_or_update_pr,
+    pr_body_vars,
+    push_change,
+    wip_note,
+)
 from bot.pipeline.report import report, run_link
 from bot.pipeline.state import RunState
 from bot.pipeline.status import StatusComment
 from bot.pipeline.task import build_task, clean
+from bot.pipeline.tokens import FreshToken
 from bot.render import render
 from bot.repo_config.schema import RepoConfig
 from bot.settings import Settings
@@ -137,18 +146,20 @@ def _work(state: RunState, deps: PipelineDeps) -> None:
         tempfile.TemporaryDirectory(prefix=f"mini-fix-{run_id}-", dir=deps.workdir) as tmp,
     ):
         checkout = Path(tmp) / "repo"
-        token = gh.git_token()
-        execute.clone(repo, token, checkout, max_bytes=deps.settings.max_clone_bytes)
+        token = FreshToken(gh.git_credential)  # minted again near its expiry: a long run's push still works
+        start = _start(state, repo, checkout, token, deps)
         _check_cancel(cancel)
         task = _task(state, issue, checkout)
-        secrets = [token, *deps.settings.secrets]
+        if earlier := _builds_on(checkout, token, start):
+            task = f"{task}\n\n{earlier}"
+        secrets = [*token.minted, *deps.settings.secrets]
         runs = started.run(task, checkout, Path(tmp), secrets)
         _check_cancel(cancel)
         chosen = judge(state, deps, runs, sandbox_config, checkout=checkout, scratch=Path(tmp), secrets=secrets)
         assert chosen.candidate.change is not None and chosen.result is not None
         diff = chosen.candidate.change.diff
         _check_cancel(cancel)
-        push_change(gh, checkout, diff, issue=issue, run=state.run, token=token)
+        pushed = _push(state, issue, repo, checkout, diff, token, start)
     link = run_link(deps.settings, chosen.candidate.run_id)
     body_vars = {
         **pr_body_vars(issue, state.run, chosen.result, diff, link),
@@ -158,11 +169,49 @@ def _work(state: RunState, deps: PipelineDeps) -> None:
         "dropped": dropped_text(chosen.candidate),
         "dropped_notes": dropped_notes(chosen.candidate),
     }
-    state.published = open_or_update_pr(gh, issue=issue, base=repo.default_branch, body_vars=body_vars)
+    # A branch moved by someone during the run: the new commit is proposed as a PR into it, never forced over it.
+    base = start.branch if pushed.diverted else repo.default_branch
+    title = f"{WIP_PREFIX}{issue.title}" if state.wip else issue.title
+    state.published = open_or_update_pr(
+        gh, issue=issue, base=base, body_vars=body_vars, head=pushed.branch, title=title
+    )
     messages = redact(chosen.result.messages, secrets)
     attach_trajectory(
         gh, state.published.pr, messages, run=state.run, exit_status=chosen.result.exit_status, run_link=link
     )
+
+
+def _push(
+    state: RunState, issue: Issue, repo: RepoInfo, checkout: Path, diff: str, token: FreshToken, start: branch.Start
+) -> branch.Pushed:
+    """Commit and push the chosen change, unless another open PR already fixes the issue (then say so)."""
+    if state.wip:
+        state.run.setdefault("notes", []).append(wip_note(state.wip))
+    if other := duplicate_pr(state.gh, number=issue.number, repo=repo.full_name, branch=start.branch):
+        state.run.setdefault("notes", []).append(f"Already fixed by the open pull request {other.url}.")
+        raise RunFailed(Outcome.DUPLICATE_PR, f"#{other.number} {other.url}")
+    return push_change(
+        state.gh, checkout, diff, issue=issue, run=state.run, token=token, start=start, kind=state.job.kind
+    )
+
+
+def _start(state: RunState, repo: RepoInfo, checkout: Path, token: FreshToken, deps: PipelineDeps) -> branch.Start:
+    """Where the job starts (branch.plan_start), cloned into `checkout`."""
+    try:
+        start = branch.plan_start(state.job, repo, state.number, token)
+    except gitops.GitError as exc:
+        raise RunFailed(Outcome.CLONE_FAILED, execute.git_failure(exc)) from exc
+    execute.clone(repo, token, checkout, max_bytes=deps.settings.max_clone_bytes, branch=start.source)
+    return start
+
+
+def _builds_on(checkout: Path, token: FreshToken, start: branch.Start) -> str:
+    """What the run builds on, for its task; a fetch that fails leaves it out rather than end the run."""
+    try:
+        return branch.builds_on(checkout, token, start, depth=execute.CLONE_DEPTH)
+    except gitops.GitError as exc:
+        log.warning("builds_on_unknown", error=str(exc))
+        return ""
 
 
 def _task(state: RunState, issue: Issue, checkout: Path) -> str:

@@ -36,3 +36,4 @@ class RunState:
     candidates: list[Candidate] = field(default_factory=list)  # every attempt, once they have all ended
     table: str = ""  # the attempts table (several attempts only), for the PR body or the outcome comment
     link_run_id: str | None = None  # the run id whose trajectory the links show (the chosen attempt's)
+    wip: str = ""  # the limit that ended the run whose partial change is published as work in progress

@@ -13,6 +13,7 @@ from typing import Any
 import structlog
 
 from bot.jobs import Outcome
+from bot.pipeline import exits
 from bot.pipeline.attempts import Attempt
 from bot.pipeline.candidates import Candidate, Choice, refusals
 from bot.pipeline.execute import RunFailed
@@ -26,6 +27,20 @@ def refuse(candidate: Candidate, config: RepoConfig, secrets: list[str]) -> None
     """Fill `candidate.refused` (protected paths, links, a worker's secret in the diff); never raises."""
     if candidate.change is not None:
         candidate.refused = refusals(candidate.change, config, secrets)
+
+
+def partial_work(runs: list[Attempt], config: RepoConfig, secrets: list[str]) -> Attempt | None:
+    """The first attempt a step, token or time limit ended with a non-empty change that passes the protected-path,
+    link and secret checks; its change becomes the one to publish (as work in progress). None when there is none."""
+    for run in runs:
+        candidate, result = run.candidate, run.result
+        if candidate.partial is None or not candidate.partial.diff.strip() or result is None:
+            continue
+        if not exits.limit_ended(result.exit_status) or refusals(candidate.partial, config, secrets):
+            continue
+        candidate.change = candidate.partial
+        return run
+    return None
 
 
 def _ending(attempt: Attempt) -> Outcome:

@@ -66,6 +66,9 @@ class RepoConfig(BaseModel):
     """Team slugs of the owner organisation whose members may trigger runs (with write permission)."""
     training: bool = True
     """Whether this repository's runs may be exported as training data (`mini-fix export`)."""
+    keep_partial_work: bool = True
+    """When a run ends on a step, token or time limit with a change that passes the checks, open (or update) a
+    draft PR titled `[WIP] ...` with it, so that `/agent retry` continues from it."""
 
     def allows_everyone(self) -> bool:
         """True when any writer may trigger runs."""

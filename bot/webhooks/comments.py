@@ -36,6 +36,9 @@ def decide(payload: Payload, settings: Settings, delivery_id: str) -> Decision:
     # On a PR the number is the PR's: the ledger maps it to the issue of the PR it opened, else the pipeline
     # resolves the issue from the PR body's `Fixes #N`.
     extra: dict[str, object] = {"on_pull_request": True} if ctx.is_pull_request else {}
+    fresh, guidance = fresh_flag(command.guidance)
+    if fresh:
+        extra["fresh"] = True  # start over from the default branch instead of building on the PR's head
     job = JobRequest(
         JobKind.RETRY,
         ctx.installation_id,
@@ -43,11 +46,20 @@ def decide(payload: Payload, settings: Settings, delivery_id: str) -> Decision:
         ctx.issue,
         ctx.sender,
         delivery_id,
-        guidance=command.guidance,
+        guidance=guidance,
         comment_id=dig_int(payload, "comment", "id"),
         extra=extra,
     )
-    return Decision("enqueue", "/agent retry", job=job)
+    return Decision("enqueue", "/agent retry --fresh" if fresh else "/agent retry", job=job)
+
+
+def fresh_flag(guidance: str) -> tuple[bool, str]:
+    """`--fresh` as the first word of a retry's guidance: (True, the rest); else (False, the guidance)."""
+    first, _, rest = guidance.partition("\n")
+    word, _, after = first.strip().partition(" ")
+    if word.lower() != "--fresh":
+        return False, guidance
+    return True, "\n".join(part for part in (after.strip(), rest.strip()) if part)
 
 
 def _control(command: Command, ctx: IssueContext, delivery_id: str, comment_id: int | None) -> Decision:

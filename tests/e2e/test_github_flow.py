@@ -203,7 +203,10 @@ def test_retry_on_the_pr_carries_guidance_and_updates_the_same_pr(github: FakeGi
         finally:
             app.stop()
     assert "use the helper sum() instead" in model.requests[3]["messages"][1]["content"]
-    assert github.branch_head(REPO, f"mini-fix/issue-{issue}") != first_head
+    new_head = github.branch_head(REPO, f"mini-fix/issue-{issue}")
+    assert new_head != first_head and github.show(REPO, f"{new_head}^", "calc.py") == github.show(
+        REPO, first_head, "calc.py"
+    )  # the retry's commit sits on top of the first run's: nothing force-pushed away
     assert "sum((a, b))" in github.show(REPO, f"mini-fix/issue-{issue}", "calc.py")
     assert len(github.pulls) == 1 and "add() uses sum()" in github.pulls[0]["body"]
 

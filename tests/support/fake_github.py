@@ -15,6 +15,7 @@ import shutil
 import subprocess
 import tempfile
 import threading
+import time
 from http.server import ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -50,6 +51,8 @@ class FakeGitHub:
         self.requests: list[tuple[str, str]] = []  # (method, path) of every request
         self.git_requests: list[tuple[str, int]] = []  # (path, status) of every git request
         self.faults = Faults()  # injected failures, consulted before any route
+        self.git_failures: list[int] = []  # statuses (502...) the next git requests get; 0 lets one pass
+        self.token_lifetime: float | None = None  # seconds a minted token works (None: until 2099)
         self.lock = threading.Lock()
         self._server: ThreadingHTTPServer | None = None
         self.base_url = ""
@@ -212,21 +215,21 @@ class FakeGitHub:
     def mint(self, installation: int, body: dict[str, Any]) -> dict[str, Any]:
         """A new installation token for the requested repositories and permissions."""
         token = "ghs_" + secrets.token_hex(16)
+        lifetime = self.token_lifetime
+        expires = time.time() + lifetime if lifetime is not None else None
         self.tokens[token] = {
             "installation": installation,
             "repositories": body.get("repositories"),
             "permissions": body.get("permissions") or {},
+            "expires": expires,
         }
-        return {
-            "token": token,
-            "expires_at": "2099-01-01T00:00:00Z",
-            "permissions": body.get("permissions") or {},
-        }
+        stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(expires)) if expires else "2099-01-01T00:00:00Z"
+        return {"token": token, "expires_at": stamp, "permissions": body.get("permissions") or {}}
 
     def token_allows(self, token: str, repo: str) -> bool:
         """Whether a token was minted here and covers `repo` (None = all repositories)."""
         grant = self.tokens.get(token)
-        if grant is None:
+        if grant is None or (grant.get("expires") is not None and grant["expires"] < time.time()):
             return False
         names = grant["repositories"]
         return names is None or repo.split("/", 1)[1] in names

@@ -92,6 +92,15 @@ class GitHubHandler(BaseHTTPRequestHandler):
     # -- git smart HTTP --------------------
     def _git(self, method: str, path: str, query: str) -> None:
         repo = "/".join(path.strip("/").split("/")[:2])[: -len(".git")]
+        with self.github.lock:
+            status = self.github.git_failures.pop(0) if self.github.git_failures else 0
+        if status:  # an injected fault: the request never reaches the repository
+            self.github.git_requests.append((path, status))
+            self._body()
+            self.send_response(status)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return
         if not self._git_authorised(repo):
             self.github.git_requests.append((path, 401))
             self.send_response(401)

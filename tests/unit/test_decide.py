@@ -116,6 +116,14 @@ def test_retry_comment_is_a_retry_job_with_guidance(settings: Settings, comment:
     assert decision.job.extra == {}
 
 
+def test_retry_fresh_is_marked_and_the_flag_leaves_the_guidance(settings: Settings, comment: Make) -> None:
+    decision = decide("issue_comment", comment("/agent retry --fresh use the new API\nthanks"), settings)
+    assert decision.job is not None and decision.job.extra == {"fresh": True}
+    assert decision.job.guidance == "use the new API\nthanks"
+    plain = decide("issue_comment", comment("/agent retry use --fresh data"), settings)
+    assert plain.job is not None and plain.job.extra == {} and plain.job.guidance == "use --fresh data"
+
+
 def test_retry_on_a_pull_request_is_marked(settings: Settings, comment: Make) -> None:
     decision = decide("issue_comment", comment("/agent retry", on_pr=True), settings, delivery_id="d-3")
     assert decision.job is not None and decision.job.extra == {"on_pull_request": True}
