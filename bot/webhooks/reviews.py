@@ -7,7 +7,6 @@ the review's body and comments through the API: nothing of a review by someone w
 
 from __future__ import annotations
 
-
 from bot.jobs import JobKind, JobRequest
 from bot.settings import Settings
 from bot.webhooks import pull_requests
