@@ -23,6 +23,7 @@ import jwt
 from cryptography.hazmat.primitives.asymmetric import rsa
 from cryptography.hazmat.primitives.serialization import Encoding, NoEncryption, PrivateFormat
 
+from tests.support.fake_github_checks import ChecksState
 from tests.support.fake_github_http import GitHubHandler as _Handler
 
 APP_SLUG = "mini-fix-test"
@@ -48,6 +49,7 @@ class FakeGitHub:
         self.tokens: dict[str, dict[str, Any]] = {}  # token -> {installation, repositories, permissions}
         self.requests: list[tuple[str, str]] = []  # (method, path) of every request
         self.git_requests: list[tuple[str, int]] = []  # (path, status) of every git request
+        self.checks = ChecksState()  # check runs, Actions job logs, reviews (fake_github_checks)
         self.lock = threading.Lock()
         self._server: ThreadingHTTPServer | None = None
         self.base_url = ""
