@@ -39,14 +39,16 @@ def pull_of(job: Job) -> int:
 
 
 def gate(job: Job, gh: GitHubGateway) -> JobOutcome | None:
-    """A `ci` follow-up runs only for the App's own commit that is still the PR's head; None lets the job go on."""
-    if job.kind != JobKind.CI:
+    """A follow-up runs only on the App's PR for its issue, and a `ci` one only for the App's own commit that is
+    still the PR's head; None lets the job go on."""
+    if job.kind not in FOLLOWUPS:
         return None
-    bot = gh.bot_identity().name
-    if job.requester != bot:  # the webhook path checked the shape; this is the App's exact login
+    if job.kind == JobKind.CI and job.requester != (bot := gh.bot_identity().name):  # the App's exact login
         return JobOutcome(JobStatus.CANCELLED, error=f"ci follow-up: sent by {job.requester}, not the App ({bot})")
-    head = gh.get_pr(pull_of(job)).head_sha
-    if head and head != job.extra.get("head_sha"):
+    pr = gh.get_pr(pull_of(job))
+    if pr.head != f"mini-fix/issue-{job.issue}":
+        return JobOutcome(JobStatus.CANCELLED, error=f"follow-up: #{pr.number} is not the App's PR for the issue")
+    if job.kind == JobKind.CI and pr.head_sha and pr.head_sha != job.extra.get("head_sha"):
         return JobOutcome(JobStatus.CANCELLED, error="ci follow-up: the pull request has a newer head commit")
     return None
 

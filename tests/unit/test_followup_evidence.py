@@ -12,10 +12,11 @@ import pytest
 import respx
 
 from bot.github.app import GitHubApp, RepoGateway
+from bot.github.gateway import BotIdentity, PullRequest
 from bot.jobs import Job, JobKind, JobStatus
 from bot.pipeline.ceilings import clamp
 from bot.pipeline.ci_evidence import log_tail, read_evidence
-from bot.pipeline.followup import ci_done, ci_limit
+from bot.pipeline.followup import ci_done, ci_limit, gate
 from bot.pipeline.untrusted import quoted
 from bot.repo_config.schema import RepoConfig
 from bot.settings import Settings
@@ -135,3 +136,41 @@ def test_the_bound_is_the_repositorys_within_the_operators_ceiling() -> None:
     config, notes = clamp(RepoConfig(ci_followups=9), settings)
     assert ci_limit(config, settings) == 3 and any("ci_followups: 9" in n for n in notes)
     assert ci_limit(RepoConfig(ci_followups=0), settings) == 0
+
+
+class _PrGateway:
+    """The two reads `gate` makes."""
+
+    def __init__(self, head: str, sha: str) -> None:
+        self.head, self.sha = head, sha
+
+    def bot_identity(self) -> BotIdentity:
+        return BotIdentity("mini-fix[bot]", "1+mini-fix[bot]@users.noreply.github.com")
+
+    def get_pr(self, number: int) -> PullRequest:
+        return PullRequest(number, "", "", True, head=self.head, head_sha=self.sha)
+
+
+def _ci(requester: str = "mini-fix[bot]", kind: JobKind = JobKind.CI) -> Job:
+    return Job("j", kind, 7, "acme/w", 3, requester, "ci:x", extra={"pull_request": 9, "head_sha": SHA})
+
+
+@pytest.mark.parametrize(
+    ("job", "head", "sha", "why"),
+    [
+        (_ci(), "mini-fix/issue-3", SHA, None),
+        (_ci("dependabot[bot]"), "mini-fix/issue-3", SHA, "not the App"),
+        (_ci(), "mini-fix/issue-4", SHA, "not the App's PR"),
+        (_ci(), "mini-fix/issue-3", "b" * 40, "newer head commit"),
+        (_ci("ada", JobKind.REVIEW), "mini-fix/issue-3", "b" * 40, None),  # a review is about the PR, not a commit
+        (_ci("ada", JobKind.REVIEW), "feature/x", SHA, "not the App's PR"),
+    ],
+)
+def test_a_follow_up_runs_only_on_the_apps_pr_and_a_ci_one_only_for_its_current_commit(
+    job: Job, head: str, sha: str, why: str | None
+) -> None:
+    ended = gate(job, _PrGateway(head, sha))  # type: ignore[arg-type]
+    if why is None:
+        assert ended is None
+    else:
+        assert ended is not None and ended.status == JobStatus.CANCELLED and why in str(ended.error)
