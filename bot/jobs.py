@@ -150,6 +150,7 @@ class RunInfo(TypedDict):
     exit_status: str
     stop_reason: NotRequired[str]
     clamped: NotRequired[list[str]]  # the repository's config values the operator's ceilings lowered or refused
+    followup: NotRequired[str]  # what started a follow-up (`CI failed on #9`), for the status comment
 
 
 @dataclass(frozen=True)

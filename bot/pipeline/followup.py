@@ -143,6 +143,15 @@ def _comments(review: Review, settings: Settings) -> list[dict[str, object]]:
     return found
 
 
+def run_note(job: Job) -> str:
+    """What the status comment says started a follow-up ("" for other jobs)."""
+    if job.kind == JobKind.CI:
+        return f"CI failed on #{pull_of(job)}"
+    if job.kind == JobKind.REVIEW:
+        return f"changes requested on #{pull_of(job)} by @{job.requester}"
+    return ""
+
+
 def task_text(job: Job) -> str:
     """The follow-up's new information for its task ("" for other jobs)."""
     return str(job.extra.get(TASK_KEY) or "")

@@ -108,6 +108,8 @@ def _run(
         "exit_status": "",
         "clamped": notes,
     }
+    if note := followup.run_note(job):
+        run["followup"] = note
     count = attempts_for(config, deps.settings)
     status = StatusComment(gh, number, run, deps.clock, attempts=count)
     status.token_budget = deps.settings.max_tokens if count > 1 else 0
