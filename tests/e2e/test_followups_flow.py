@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import httpx
 import pytest
 
 from tests.e2e.test_github_flow import REPO, SECRET, app_env, github, jobs, wait_for
@@ -91,8 +92,11 @@ def test_failing_ci_on_the_apps_commit_is_followed_up_twice_then_stops(github: F
             stopped = ["cancelled", "succeeded", "succeeded"]
             wait_for(lambda: [j["status"] for j in jobs(data, app.env)] == stopped, 120, "the bound", app.log)
             rows = jobs(data, app.env)
+            scraped = httpx.get(f"{app.url}/metrics", timeout=10).text
         finally:
             app.stop()
+    assert 'minifix_followups_total{outcome="succeeded",trigger="ci"} 2.0' in scraped
+    assert 'minifix_followups_total{outcome="cancelled",trigger="ci"} 1.0' in scraped
     assert first_sha != second_sha != github.branch_head(REPO, BRANCH)  # each follow-up pushed a commit
     assert [r["kind"] for r in rows] == ["ci", "ci", "ci"]
     assert len(model.requests) == 4  # two follow-ups of two turns; the third failure reached no model
