@@ -39,6 +39,9 @@ LEDGER_BATCH = Histogram(
     buckets=(1, 2, 4, 8, 16, 32, 64, 128, 512),
 )
 JOBS_FINISHED = Counter("minifix_jobs_finished_total", "Job runs ended, by final status.", ["status"])
+FOLLOWUPS = Counter(
+    "minifix_followups_total", "Follow-up jobs ended, by trigger (ci, review) and final status.", ["trigger", "outcome"]
+)
 JOBS_RUNNING = Gauge("minifix_jobs_running", "Jobs this process is running now.")
 JOB_SECONDS = Histogram(
     "minifix_job_duration_seconds",

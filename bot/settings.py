@@ -112,6 +112,8 @@ class Settings(BaseSettings):
         ),
     )
     """Ceiling on a repository's `attempts`; a higher value is clamped, and the status comment says so."""
+    max_ci_followups: int = Field(default=5, ge=0)
+    """Ceiling on a repository's `ci_followups` (CI follow-ups per PR between a person's runs; 0 turns them off)."""
     max_sandboxes: int = 0
     """Sandboxes (attempts and their verification) one worker process runs at once over all its jobs (more
     wait for one to end); 0 = MINIFIX_WORKERS × MINIFIX_AGENT_ATTEMPTS."""

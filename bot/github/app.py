@@ -23,6 +23,9 @@ __all__ = ["GitHubApp", "RepoGateway"]
 JOB_PERMISSIONS: Any = {"contents": "write", "issues": "write", "pull_requests": "write", "metadata": "read"}
 GIT_PERMISSIONS = {"contents": "write", "metadata": "read"}
 TEAM_PERMISSIONS: Any = {"members": "read"}  # only for `allowed_teams`; jobs never ask for it otherwise
+# Only for a `ci` follow-up's reads, in a token of its own: an installation that has not accepted these yet can still
+# mint the job's token, and the follow-up says it could not read the failure.
+CHECKS_PERMISSIONS: Any = {"checks": "read", "actions": "read", "metadata": "read"}
 
 
 class _SharedTransport(httpx.HTTPTransport):
@@ -65,7 +68,11 @@ class GitHubApp:
         client = self._client(auth)
         mint, identity = (lambda: self.mint_token(installation_id, name)), (lambda: self.bot_identity(client))
         teams = lambda: self._client(self._auth.as_installation(installation_id, permissions=TEAM_PERMISSIONS))  # noqa: E731
-        return RepoGateway(client, owner, name, mint, identity, teams=teams, pacer=self._pacers.of(installation_id))
+        narrow = self._auth.as_installation(installation_id, repositories=[name], permissions=CHECKS_PERMISSIONS)
+        checks = lambda: self._client(narrow)  # noqa: E731
+        return RepoGateway(
+            client, owner, name, mint, identity, teams=teams, checks=checks, pacer=self._pacers.of(installation_id)
+        )
 
     def mint_token(self, installation_id: int, name: str) -> GitToken:
         """A new installation token for git, outside githubkit's cache, narrowed to one repository."""

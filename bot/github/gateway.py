@@ -61,6 +61,40 @@ class PullRequest:
     body: str
     draft: bool
     head: str = ""
+    head_sha: str = ""
+
+
+@dataclass(frozen=True)
+class CheckRun:
+    """A completed check run of a commit, with what it reported (untrusted: the repository's CI wrote it)."""
+
+    id: int
+    name: str
+    conclusion: str
+    app: str  # the slug of the App that ran it: `github-actions` for a workflow job (whose id is the run's)
+    output: str  # the run's output title, summary and text
+
+
+@dataclass(frozen=True)
+class ReviewComment:
+    """One inline comment of a review: where, on which lines of the diff, and what it says."""
+
+    id: int
+    path: str
+    line: int | None
+    diff_hunk: str
+    body: str
+
+
+@dataclass(frozen=True)
+class Review:
+    """A pull request review with its inline comments."""
+
+    id: int
+    author: str
+    state: str
+    body: str
+    comments: tuple[ReviewComment, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -160,6 +194,22 @@ class GitHubGateway(Protocol):
 
     def list_open_prs(self) -> list[PullRequest]:
         """Every open pull request of the repository (each with its head branch and body)."""
+        ...
+
+    def check_runs(self, ref: str) -> list[CheckRun]:
+        """The completed check runs of a commit (needs `checks: read`)."""
+        ...
+
+    def check_annotations(self, check_run_id: int) -> list[str]:
+        """A check run's annotations, each as `path:line: level: message` (needs `checks: read`)."""
+        ...
+
+    def job_log(self, job_id: int) -> str:
+        """A GitHub Actions job's log (needs `actions: read`; GitHub answers with a redirect to a short-lived URL)."""
+        ...
+
+    def get_review(self, pull: int, review_id: int) -> Review:
+        """One review of a pull request, with its inline comments."""
         ...
 
 

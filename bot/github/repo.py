@@ -11,7 +11,18 @@ from githubkit import GitHub
 from githubkit.exception import RequestFailed
 
 from bot.github.errors import status_of, translated
-from bot.github.gateway import BotIdentity, Comment, GitHubError, GitToken, Issue, PullRequest, RepoInfo
+from bot.github.gateway import (
+    BotIdentity,
+    CheckRun,
+    Comment,
+    GitHubError,
+    GitToken,
+    Issue,
+    PullRequest,
+    RepoInfo,
+    Review,
+    ReviewComment,
+)
 from bot.github.pacing import WRITE_METHODS, WritePacer
 
 KNOWN_ROLES = ("admin", "maintain", "write", "triage", "read")
@@ -35,6 +46,7 @@ def _pull(data: dict[str, Any]) -> PullRequest:
         body=str(data.get("body") or ""),
         draft=bool(data.get("draft", False)),
         head=str((data.get("head") or {}).get("ref", "")),
+        head_sha=str((data.get("head") or {}).get("sha", "")),
     )
 
 
@@ -61,9 +73,11 @@ class RepoGateway:
         *,
         teams: Callable[[], GitHub[Any]] | None = None,
         pacer: WritePacer | None = None,
+        checks: Callable[[], GitHub[Any]] | None = None,
     ) -> None:
         self._gh = github  # keep the GitHub object alive: its REST namespace does not hold it
         self._teams = teams or (lambda: github)
+        self._checks = checks or (lambda: github)
         self.owner, self.name = owner, name
         self._mint, self._identity = mint, identity
         self._prefix = f"/repos/{owner}/{name}"
@@ -213,3 +227,60 @@ class RepoGateway:
     def list_open_prs(self) -> list[PullRequest]:
         """Every open pull request (every page)."""
         return [_pull(data) for data in self._pages("listing pull requests", "/pulls")]
+
+    def _checks_json(self, what: str, path: str, **kwargs: Any) -> Any:
+        with translated(what):
+            return self._checks().request("GET", self._prefix + path, **kwargs).json()
+
+    def check_runs(self, ref: str) -> list[CheckRun]:
+        """The completed check runs of a commit (the first 100: enough to say what failed)."""
+        params = {"filter": "latest", "status": "completed", "per_page": 100}
+        data = self._checks_json("listing check runs", f"/commits/{ref}/check-runs", params=params)
+        return [_check_run(r) for r in (data or {}).get("check_runs") or [] if isinstance(r, dict)]
+
+    def check_annotations(self, check_run_id: int) -> list[str]:
+        """A check run's annotations (the first 50), each as `path:line: level: message`."""
+        found = self._checks_json(
+            "reading annotations", f"/check-runs/{check_run_id}/annotations", params={"per_page": 50}
+        )
+        return [_annotation(a) for a in found or [] if isinstance(a, dict)]
+
+    def job_log(self, job_id: int) -> str:
+        """An Actions job's log text. GitHub answers 302 to a short-lived URL on another host; githubkit's client
+        follows it, and httpx drops the Authorization header on a redirect to another origin."""
+        with translated("reading a job's log"):
+            resp = self._checks().request("GET", f"{self._prefix}/actions/jobs/{job_id}/logs")
+        return resp.raw_response.text
+
+    def get_review(self, pull: int, review_id: int) -> Review:
+        """One review with its inline comments (the first 100)."""
+        base = f"/pulls/{pull}/reviews/{review_id}"
+        data = self._json("reading a review", "GET", base)
+        found = self._json("reading a review's comments", "GET", f"{base}/comments", params={"per_page": 100})
+        comments = tuple(_review_comment(c) for c in found or [] if isinstance(c, dict))
+        author = str((data.get("user") or {}).get("login", ""))
+        state, body = str(data.get("state") or "").lower(), str(data.get("body") or "")
+        return Review(int(data["id"]), author, state, body, comments)
+
+
+def _check_run(data: dict[str, Any]) -> CheckRun:
+    output = data.get("output") or {}
+    text = "\n\n".join(str(output.get(k) or "") for k in ("title", "summary", "text") if output.get(k))
+    app = str((data.get("app") or {}).get("slug") or "")
+    return CheckRun(int(data["id"]), str(data.get("name") or ""), str(data.get("conclusion") or ""), app, text)
+
+
+def _annotation(data: dict[str, Any]) -> str:
+    where = f"{data.get('path', '')}:{data.get('start_line', '?')}"
+    return f"{where}: {data.get('annotation_level', '')}: {data.get('message', '')}"
+
+
+def _review_comment(data: dict[str, Any]) -> ReviewComment:
+    line = data.get("line") or data.get("original_line")
+    return ReviewComment(
+        int(data["id"]),
+        str(data.get("path") or ""),
+        line if isinstance(line, int) else None,
+        str(data.get("diff_hunk") or ""),
+        str(data.get("body") or ""),
+    )

@@ -76,6 +76,10 @@ class Ledger(Protocol):
         """The newest jobs first."""
         ...
 
+    def issue_jobs(self, repo: str, issue: int) -> builtins.list[Job]:
+        """Every job of one issue (control jobs left out), oldest first."""
+        ...
+
     def claim(self, job_id: str, worker_id: str, lease_seconds: float) -> Job | None:
         """Take a queued job, or a running one whose lease expired; None when it is not claimable."""
         ...

@@ -19,7 +19,7 @@ INSERT_COLUMNS = f"{COLUMNS}, body_sha256"  # the body's digest is written, neve
 BODY_COLUMN = "body_sha256 TEXT"  # added to ledgers created before it (NULL: a job no webhook body asked for)
 BODY_INDEX = "CREATE UNIQUE INDEX IF NOT EXISTS jobs_one_body ON jobs (body_sha256)"  # NULLs never clash
 ACTIVE = "status IN ('queued', 'running')"
-RUNS = "kind IN ('fix', 'retry')"  # control jobs (help, stop) never count as an issue's active job
+RUNS = "kind IN ('fix', 'retry', 'ci', 'review')"  # control jobs (help, stop) never count as an issue's active job
 RENEW = "UPDATE jobs SET lease_expires_at = ? WHERE id = ? AND worker_id = ? AND status = 'running'"
 FINISH = (
     "UPDATE jobs SET status = CASE status WHEN 'running' THEN ? ELSE status END, "

@@ -147,6 +147,11 @@ class SqlLedger(Generic[C]):
         where = f"1 = 1 ORDER BY created_at DESC, {self.dialect.tiebreak} DESC LIMIT ?"
         return self._on_conn(lambda conn: sql.select_jobs(self.dialect, conn, where, (limit,)))
 
+    def issue_jobs(self, repo: str, issue: int) -> builtins.list[Job]:
+        """Every job of one issue (control jobs left out), oldest first."""
+        where = f"repo = ? AND issue = ? AND {sql.RUNS} ORDER BY created_at, {self.dialect.tiebreak}"
+        return self._on_conn(lambda conn: sql.select_jobs(self.dialect, conn, where, (repo, issue)))
+
     def renew(self, job_id: str, worker_id: str, lease_seconds: float) -> bool:
         """Extend the lease; False when the job is no longer running under this worker."""
         return self._update(sql.RENEW, time.time() + lease_seconds, job_id, worker_id)

@@ -32,6 +32,10 @@ def clamp(config: RepoConfig, settings: Settings) -> tuple[RepoConfig, list[str]
         top = settings.max_agent_attempts
         notes.append(f"`attempts: {config.attempts}` is above this deployment's ceiling; used {top}")
         update["attempts"] = top
+    if config.ci_followups is not None and config.ci_followups > settings.max_ci_followups:
+        top = settings.max_ci_followups
+        notes.append(f"`ci_followups: {config.ci_followups}` is above this deployment's ceiling; used {top}")
+        update["ci_followups"] = top
     if config.setup_network and not settings.allow_setup_network:
         notes.append("`setup_network` is off on this deployment (MINIFIX_ALLOW_SETUP_NETWORK); setup ran offline")
         update["setup_network"] = False

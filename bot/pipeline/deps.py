@@ -13,6 +13,7 @@ from bot.github.gateway import GitHubGateway
 from bot.pipeline.admit import RememberLabel
 from bot.pipeline.capacity import SandboxSlots
 from bot.pipeline.control import StopRuns
+from bot.pipeline.followup import IssueJobs
 from bot.settings import Settings
 from sandbox.base import Sandbox, SandboxConfig
 
@@ -32,3 +33,4 @@ class PipelineDeps:
     remember_label: RememberLabel | None = None  # Ledger.remember_label: the webhook path learns renamed labels
     save_trajectory: Callable[[str, str], None] | None = None  # (run id, JSON): where every API replica reads it
     sandbox_slots: SandboxSlots | None = None  # the worker-wide bound on sandboxes, attempts' and verify's (None: none)
+    issue_jobs: IssueJobs | None = None  # Ledger.issue_jobs: how many CI follow-ups a PR already had (None: no bound)

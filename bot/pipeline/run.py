@@ -15,7 +15,7 @@ from bot.agent.config import MiniFixAgentConfig, ModelConfig
 from bot.agent.loop import StepEvent
 from bot.github.gateway import GitHubError, GitHubGateway, Issue, RateLimited, RepoInfo, can_write
 from bot.jobs import SHUTDOWN_REASON, Job, JobKind, JobOutcome, JobStatus, Outcome, RunInfo, cancel_reason
-from bot.pipeline import attempts, branch, execute, gitops
+from bot.pipeline import attempts, branch, execute, followup, gitops
 from bot.pipeline.admit import (
     admit,
     agent_config_for,
@@ -66,7 +66,9 @@ def run_pipeline(job: Job, cancel: threading.Event, deps: PipelineDeps) -> JobOu
             number = execute.issue_number(gh, job)
             if job.kind.is_control:
                 return _control(job, gh, number, deps)
-            role = gh.permission(job.requester)
+            if (ended := followup.gate(job, gh)) is not None:
+                return replace(ended, run_id=run_id)
+            role = followup.requester_role(job, gh)
             if not can_write(role):
                 gh.create_comment(number, render("denied_comment.md", requester=job.requester, role=role))
                 log.info("job_denied", role=role)
@@ -76,6 +78,10 @@ def run_pipeline(job: Job, cancel: threading.Event, deps: PipelineDeps) -> JobOu
             if isinstance(admitted, JobOutcome):
                 return replace(admitted, run_id=run_id)
             admitted, notes = clamp(admitted, deps.settings)
+            prepared = followup.prepare(job, gh, admitted, deps.settings, deps.issue_jobs)
+            if isinstance(prepared, JobOutcome):
+                return replace(prepared, run_id=run_id)
+            job = prepared  # a follow-up carries what failed, or the review, into its task
             agent = agent_config_for(deps.agent_config, deps.settings, admitted)
             return _run(job, cancel, deps, gh, number, run_id, admitted, agent, notes)
         except RateLimited as exc:  # before a status comment exists: run again once GitHub allows
@@ -114,6 +120,8 @@ def _run(
         "exit_status": "",
         "clamped": notes,
     }
+    if note := followup.run_note(job):
+        run["followup"] = note
     count = attempts_for(config, deps.settings)
     status = StatusComment(gh, number, run, deps.clock, attempts=count)
     status.token_budget = deps.settings.max_tokens if count > 1 else 0
@@ -179,6 +187,7 @@ def _work(state: RunState, deps: PipelineDeps) -> None:
     attach_trajectory(
         gh, state.published.pr, messages, run=state.run, exit_status=chosen.result.exit_status, run_link=link
     )
+    followup.answer(state.job, gh, run_id)
 
 
 def _push(
@@ -226,6 +235,8 @@ def _task(state: RunState, issue: Issue, checkout: Path) -> str:
         guidance=state.job.guidance,
         can_write=lambda user: can_write(gh.permission(user)),
     )
+    if news := followup.task_text(state.job):
+        task = f"{task}\n\n{news}"
     if extra := guidance(state.config, checkout):
         task = f"{task}\n\n{extra}"
     return task

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
+DEFAULT_CI_FOLLOWUPS = 2
+
 
 class Limits(BaseModel):
     """Budgets of one run; None keeps the deployment's default."""
@@ -64,6 +66,9 @@ class RepoConfig(BaseModel):
     """Logins that may trigger runs (with write permission); empty with no teams = every writer."""
     allowed_teams: list[str] = []
     """Team slugs of the owner organisation whose members may trigger runs (with write permission)."""
+    ci_followups: int | None = Field(default=None, ge=0)
+    """Follow-ups the App makes on its PR when CI fails on its own commit, before it stops and says how to continue
+    (`/agent retry` resets the count); None = 2; 0 = none; clamped to MINIFIX_MAX_CI_FOLLOWUPS."""
     training: bool = True
     """Whether this repository's runs may be exported as training data (`mini-fix export`)."""
     keep_partial_work: bool = True

@@ -6,7 +6,7 @@ from collections.abc import Callable
 
 from bot.jobs import CancelRequest, InstallationChange
 from bot.settings import Settings
-from bot.webhooks import comments, installations, issues, pull_requests
+from bot.webhooks import checks, comments, installations, issues, pull_requests, reviews
 from bot.webhooks.decision import Decision, Payload, dig_str, ignore
 from bot.webhooks.policy import refusal
 
@@ -14,14 +14,22 @@ __all__ = ["CancelRequest", "Decision", "InstallationChange", "decide"]
 
 Handler = Callable[[Payload, Settings, str], Decision]
 # Events about one repository, checked against the allow/deny lists.
-GUARDED = frozenset({"issues", "issue_comment", "pull_request", "pull_request_review"})
+GUARDED = frozenset(
+    {"issues", "issue_comment", "pull_request", "pull_request_review", "pull_request_review_comment"}
+    | {"check_suite", "check_run", "workflow_run", "workflow_job"}
+)
 ROUTES: dict[str, Handler] = {
     "issues": issues.decide,
     "issue_comment": comments.decide,
     "installation": installations.decide,
     "installation_repositories": installations.decide,
     "pull_request": pull_requests.decide,
-    "pull_request_review": pull_requests.decide,
+    "pull_request_review": reviews.decide_review,
+    "pull_request_review_comment": reviews.decide_comment,
+    "check_suite": checks.decide_suite,
+    "workflow_run": checks.decide_workflow_run,
+    "check_run": checks.decide_part,
+    "workflow_job": checks.decide_part,
 }
 
 

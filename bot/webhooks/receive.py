@@ -163,6 +163,8 @@ class WebhookReceiver:
             result = await self._submit(decision.job)
             if result.replayed:
                 return REPLAYED
+            if decision.pr_event is not None:  # a review that asks for a follow-up is recorded as a verdict too
+                await asyncio.to_thread(self._ledger.record_pr_event, decision.pr_event)
             if result.created:
                 self._queue.dispatch(result.job.id)
             return {

@@ -216,6 +216,8 @@ class Worker:
         final = self.ledger.get(job.id)
         status = final.status if final else outcome.status
         metrics.JOBS_FINISHED.labels(status=status.value).inc()
+        if job.kind in (JobKind.CI, JobKind.REVIEW):
+            metrics.FOLLOWUPS.labels(trigger=job.kind.value, outcome=status.value).inc()
         log.info("job finished", status=status, pr_url=outcome.pr_url, error=outcome.error)
         return status
 

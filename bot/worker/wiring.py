@@ -21,6 +21,7 @@ from bot.pipeline.admit import RememberLabel
 from bot.pipeline.capacity import SandboxSlots
 from bot.pipeline.control import StopRuns
 from bot.pipeline.deps import PipelineDeps
+from bot.pipeline.followup import IssueJobs
 from bot.pipeline.outbound import redacting
 from bot.pipeline.run import run_pipeline
 from bot.settings import Settings
@@ -39,7 +40,9 @@ def wire_worker(settings: Settings) -> Worker:
 
     github = redacting(GitHubApp(settings).for_repo, settings.secrets)  # every write this process makes is redacted
     ledger = open_ledger(settings)  # shared with the runner: `/agent stop` jobs cancel runs through it
-    runner = build_runner(settings, github, stop_runs=ledger.cancel, remember_label=ledger.remember_label)
+    runner = build_runner(
+        settings, github, stop_runs=ledger.cancel, remember_label=ledger.remember_label, issue_jobs=ledger.issue_jobs
+    )
     worker = build_worker(settings, runner, on_gave_up=gave_up_notifier(github), ledger=ledger)
     worker.housekeeping = sweep_sandboxes
     worker.warm_ups.append(import_job_modules)
@@ -54,6 +57,7 @@ def build_runner(
     *,
     stop_runs: StopRuns | None = None,
     remember_label: RememberLabel | None = None,
+    issue_jobs: IssueJobs | None = None,
 ) -> Callable[[Job, threading.Event], JobOutcome]:
     """The real pipeline: the given App, the Docker sandbox, litellm (imported here, never at startup)."""
     from bot.agent.config import load_config
@@ -93,6 +97,7 @@ def build_runner(
             remember_label=remember_label,
             save_trajectory=save_trajectory,
             sandbox_slots=slots,
+            issue_jobs=issue_jobs,
         )
         return run_pipeline(job, cancel, deps)
 

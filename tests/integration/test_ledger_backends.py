@@ -337,3 +337,14 @@ def test_a_ledger_from_before_the_body_digest_is_migrated(settings: Settings) ->
         assert led.submit(request(delivery="d-2", body_digest="cd" * 32)).replayed
     finally:
         led.close()
+
+
+def test_follow_ups_are_runs_one_per_key(ledger: Any) -> None:
+    fix = ledger.submit(request(delivery="d-fix")).job
+    ci_req = JobRequest(JobKind.CI, 77, "octo/widgets", 1, "mini-fix[bot]", "ci:octo/widgets:9:abc")
+    ci = ledger.submit(ci_req)
+    assert ci.created and [j.id for j in ci.superseded] == [fix.id]
+    assert not ledger.submit(ci_req).created  # another delivery about the same failed commit
+    review = ledger.submit(JobRequest(JobKind.REVIEW, 77, "octo/widgets", 1, "alice", "review:octo/widgets:9:5"))
+    assert [j.id for j in review.superseded] == [ci.job.id]
+    assert [j.kind for j in ledger.issue_jobs("octo/widgets", 1)] == [JobKind.FIX, JobKind.CI, JobKind.REVIEW]

@@ -24,6 +24,7 @@ import jwt
 from cryptography.hazmat.primitives.asymmetric import rsa
 from cryptography.hazmat.primitives.serialization import Encoding, NoEncryption, PrivateFormat
 
+from tests.support.fake_github_checks import ChecksState
 from tests.support.fake_github_faults import Faults
 from tests.support.fake_github_http import GitHubHandler as _Handler
 
@@ -53,6 +54,7 @@ class FakeGitHub:
         self.faults = Faults()  # injected failures, consulted before any route
         self.git_failures: list[int] = []  # statuses (502...) the next git requests get; 0 lets one pass
         self.token_lifetime: float | None = None  # seconds a minted token works (None: until 2099)
+        self.checks = ChecksState()  # check runs, Actions job logs, reviews (fake_github_checks)
         self.lock = threading.Lock()
         self._server: ThreadingHTTPServer | None = None
         self.base_url = ""

@@ -12,6 +12,7 @@ from http.server import BaseHTTPRequestHandler
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
+from tests.support.fake_github_checks import ROUTES as checks_routes
 from tests.support.fake_github_config import ROUTES as config_routes
 
 Reply = tuple[int, Any]
@@ -51,6 +52,8 @@ class GitHubHandler(BaseHTTPRequestHandler):
             return self._git(method, url.path, url.query)
         self.github.requests.append((method, url.path))
         body = self._body()
+        if self._checks(method, url.path, url.query):
+            return None
         for route_method, pattern, handler, auth in ROUTES:
             m = re.fullmatch(pattern, url.path)
             if m and route_method == method:
@@ -60,6 +63,19 @@ class GitHubHandler(BaseHTTPRequestHandler):
                 status, data = handler(self.github, m.groupdict(), params, json.loads(body or b"null"))
                 return self._json(status, data)
         self._json(404, {"message": "Not Found"})
+
+    def _checks(self, method: str, path: str, query: str) -> bool:
+        """CI and review routes (fake_github_checks): their handlers also read the token's permissions."""
+        for route_method, pattern, handler, auth in checks_routes:
+            m = re.fullmatch(pattern, path)
+            if m and route_method == method:
+                if auth != "none" and not self._authorised(auth, m.groupdict()):
+                    self._json(401, {"message": "Bad credentials"})
+                else:
+                    params = {k: v[0] for k, v in parse_qs(query).items()}
+                    self._json(*handler(self.github, m.groupdict(), params, None, self.headers))
+                return True
+        return False
 
     def _body(self) -> bytes:
         if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
@@ -80,9 +96,16 @@ class GitHubHandler(BaseHTTPRequestHandler):
         return self.github.token_allows(credential, f"{groups['owner']}/{groups['name']}")
 
     def _json(self, status: int, data: Any, headers: dict[str, str] | None = None) -> None:
-        raw = b"" if status == 204 else json.dumps(data).encode()
+        if status == 302:  # a redirect to a short-lived URL (Actions logs)
+            self.send_response(302)
+            self.send_header("Location", data["location"])
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return
+        text = isinstance(data, str)  # a plain-text body (a log)
+        raw = b"" if status == 204 else data.encode() if text else json.dumps(data).encode()
         self.send_response(status)
-        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Type", "text/plain" if text else "application/json")
         self.send_header("Content-Length", str(len(raw)))
         for name, value in (headers or {}).items():
             self.send_header(name, value)
@@ -296,7 +319,10 @@ def _pull(gh: Any, g: dict[str, str]) -> dict[str, Any] | None:
 
 def get_pull(gh: Any, g: dict[str, str], q: dict[str, str], body: Any) -> Reply:
     pull = _pull(gh, g)
-    return (200, pull) if pull else (404, {"message": "Not Found"})
+    if pull is None:
+        return 404, {"message": "Not Found"}
+    sha = gh.branch_head(pull["repo"], pull["head"]["ref"]) or ""
+    return 200, {**pull, "head": {**pull["head"], "sha": sha}}
 
 
 def update_pull(gh: Any, g: dict[str, str], q: dict[str, str], body: Any) -> Reply:

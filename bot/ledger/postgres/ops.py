@@ -33,8 +33,9 @@ SCHEMA = (
     lease_expires_at DOUBLE PRECISION, worker_id TEXT, pr_url TEXT, run_id TEXT, error TEXT,
     created_at DOUBLE PRECISION NOT NULL, updated_at DOUBLE PRECISION NOT NULL, extra TEXT NOT NULL DEFAULT '{}',
     seq BIGSERIAL)""",
-    "CREATE UNIQUE INDEX IF NOT EXISTS jobs_one_active_run ON jobs (repo, issue) "
-    "WHERE status IN ('queued', 'running') AND kind IN ('fix', 'retry')",
+    "DROP INDEX IF EXISTS jobs_one_active_run",  # fix and retry only: ledgers from before the follow-ups
+    "CREATE UNIQUE INDEX IF NOT EXISTS jobs_one_active_job ON jobs (repo, issue) "
+    "WHERE status IN ('queued', 'running') AND kind IN ('fix', 'retry', 'ci', 'review')",
     "CREATE INDEX IF NOT EXISTS jobs_status ON jobs (status, lease_expires_at)",
     f"ALTER TABLE jobs ADD COLUMN IF NOT EXISTS {sql.BODY_COLUMN}",
     sql.BODY_INDEX,

@@ -23,8 +23,9 @@ CREATE TABLE IF NOT EXISTS jobs (
     created_at REAL NOT NULL, updated_at REAL NOT NULL, extra TEXT NOT NULL DEFAULT '{}', body_sha256 TEXT
 );
 DROP INDEX IF EXISTS jobs_one_active;
-CREATE UNIQUE INDEX IF NOT EXISTS jobs_one_active_run ON jobs (repo, issue)
-    WHERE status IN ('queued', 'running') AND kind IN ('fix', 'retry');
+DROP INDEX IF EXISTS jobs_one_active_run;
+CREATE UNIQUE INDEX IF NOT EXISTS jobs_one_active_job ON jobs (repo, issue)
+    WHERE status IN ('queued', 'running') AND kind IN ('fix', 'retry', 'ci', 'review');
 CREATE INDEX IF NOT EXISTS jobs_status ON jobs (status, lease_expires_at);
 CREATE TABLE IF NOT EXISTS installations (
     id BIGINT PRIMARY KEY, account TEXT NOT NULL, suspended INTEGER NOT NULL DEFAULT 0,
