@@ -150,6 +150,7 @@ class RunInfo(TypedDict):
     exit_status: str
     stop_reason: NotRequired[str]
     clamped: NotRequired[list[str]]  # the repository's config values the operator's ceilings lowered or refused
+    tests: NotRequired[str]  # the test command the App runs, and why (configured or inferred)
 
 
 @dataclass(frozen=True)

@@ -166,12 +166,14 @@ def run_agent(
     on_step: Callable[[StepEvent], None],
     cancel: threading.Event,
     checkout: Path,
+    testing: dict[str, str] | None = None,
 ) -> AgentResult:
     """Run the agent; a crash inside it ends the run as `agent_crashed` (its trajectory is already saved)."""
     agent = Agent(model, sandbox, config, trajectory=trajectory, on_step=on_step, cancel=cancel)
     try:
         with sandbox_errors():
-            return agent.run(task, **sandbox.template_vars(), repo_files=gitops.repo_files(checkout))
+            extra = {**sandbox.template_vars(), **(testing or {})}
+            return agent.run(task, **extra, repo_files=gitops.repo_files(checkout))
     except RunFailed:
         raise
     except Exception as exc:

@@ -39,6 +39,7 @@ from bot.pipeline.state import RunState
 from bot.pipeline.status import StatusComment
 from bot.pipeline.task import build_task, clean
 from bot.render import render
+from bot.repo_config import infer
 from bot.repo_config.schema import RepoConfig
 from bot.settings import Settings
 from bot.trajectory import redact
@@ -137,6 +138,7 @@ def _work(state: RunState, deps: PipelineDeps) -> None:
         token = gh.git_token()
         execute.clone(repo, token, checkout, max_bytes=deps.settings.max_clone_bytes)
         _check_cancel(cancel)
+        _resolve_tests(state, plan, checkout)
         task = _task(state, issue, checkout)
         secrets = [token, *deps.settings.secrets]
         runs = started.run(task, checkout, Path(tmp), secrets)
@@ -160,6 +162,14 @@ def _work(state: RunState, deps: PipelineDeps) -> None:
     attach_trajectory(
         gh, state.published.pr, messages, run=state.run, exit_status=chosen.result.exit_status, run_link=link
     )
+
+
+def _resolve_tests(state: RunState, plan: attempts.AttemptPlan, checkout: Path) -> None:
+    """The test command (configured, else inferred from the clone) for the attempts, the checks and the comments."""
+    state.config, testing = infer.resolve(state.config, checkout)
+    plan.config, plan.testing = state.config, testing.template_vars()
+    command = f"`{testing.command}`" if testing.command else "none"
+    state.run["tests"] = f"{command} ({testing.why})"  # the status comment's next edit shows it
 
 
 def _task(state: RunState, issue: Issue, checkout: Path) -> str:
