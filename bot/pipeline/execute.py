@@ -17,6 +17,7 @@ from bot.jobs import Job, Outcome
 from bot.pipeline import gitops
 from bot.pipeline.change import Change, compute_change, setup_excludes
 from bot.pipeline.exits import SUBMITTED, exit_for
+from bot.pipeline.missing import missing_tool
 from bot.trajectory import TrajectoryWriter
 from sandbox.base import EngineUnavailable, ImageMissing, Sandbox, SandboxConfig, SandboxError
 
@@ -244,4 +245,12 @@ def run_test(sandbox: Sandbox, command: str) -> dict[str, object]:
     except SandboxError as exc:
         return {"command": command, "returncode": -1, "passed": False, "output": str(exc)}
     output = result.output[-OUTPUT_TAIL:] + (f"\n{result.exception_info}" if result.exception_info else "")
-    return {"command": command, "returncode": result.returncode, "passed": result.returncode == 0, "output": output}
+    verdict: dict[str, object] = {
+        "command": command,
+        "returncode": result.returncode,
+        "passed": result.returncode == 0,
+        "output": output,
+    }
+    if tool := missing_tool(result.returncode, result.output, command):
+        verdict["missing_tool"] = tool  # no test ran: the image lacks it
+    return verdict

@@ -19,7 +19,8 @@ def test_rust_finds_functions_after_a_test_attribute() -> None:
 
 
 def test_java_finds_junit_test_methods() -> None:
-    text = "@Test\npublic void one() {}\n@Test void two() {}\nvoid helper() {}\n@org.junit.jupiter.api.Test\nvoid three(){}\n"
+    text = "@Test\npublic void one() {}\n@Test void two() {}\nvoid helper() {}\n"
+    text += "@org.junit.jupiter.api.Test\nvoid three(){}\n"
     assert java_tests(text) == {"one", "two", "three"}
 
 
