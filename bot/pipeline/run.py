@@ -39,7 +39,7 @@ from bot.pipeline.state import RunState
 from bot.pipeline.status import StatusComment
 from bot.pipeline.task import build_task, clean
 from bot.render import render
-from bot.repo_config import infer
+from bot.repo_config import devcontainer, infer
 from bot.repo_config.schema import RepoConfig
 from bot.settings import Settings
 from bot.trajectory import redact
@@ -67,6 +67,10 @@ def run_pipeline(job: Job, cancel: threading.Event, deps: PipelineDeps) -> JobOu
             if isinstance(admitted, JobOutcome):
                 return replace(admitted, run_id=run_id)
             admitted, notes = clamp(admitted, deps.settings)
+            if deps.settings.devcontainer_images:  # off by default: no extra reads of the repository
+                found, _ = devcontainer.read(read, job.repo)
+                admitted, more = devcontainer.apply(admitted, found, deps.settings.devcontainer_images)
+                notes += more
             agent = agent_config_for(deps.agent_config, deps.settings, admitted)
             return _run(job, cancel, deps, gh, number, run_id, admitted, agent, notes)
         except (GitHubError, RunFailed) as exc:  # before a status comment exists: nowhere useful to write
