@@ -26,6 +26,8 @@ _PYTEST_MARKERS = {
     "pytest.ini": "[pytest]",
 }
 
+_PYTHON_TEST = re.compile(r"(?:test_\w*|\w+_test)\.py\Z")
+
 TEST_PATHS = {
     "javascript": ["*.test.*", "*.spec.*", "test/**", "tests/**", "__tests__/**", "**/__tests__/**", "**/test/**"],
     "go": ["*_test.go"],
@@ -145,9 +147,9 @@ def _python(checkout: Path) -> TestPlan | None:
         if text is not None and marker in text:
             why = f"inferred from {name} (its `{marker}` section)"
             return TestPlan("python", "python3 -m pytest -q", why, "`python3 -m pytest` and the test file's path")
-    if not any(p.suffix == ".py" for p in _top_and_one_below(checkout)):
+    if not any(_PYTHON_TEST.match(p.name) for p in _top_and_one_below(checkout)):
         return None
-    why = "inferred: Python files and no other build file, so the standard library's unittest"
+    why = "inferred: Python test files and no build file naming a runner, so the standard library's unittest"
     one = "`python3 -m unittest` and the test file's path"
     return TestPlan("python", "python3 -m unittest discover -t . -s .", why, one)
 

@@ -34,7 +34,8 @@ class Fixture:
 GO = Fixture(
     files={
         "go.mod": "module calc\n\ngo 1.19\n",
-        "calc.go": "package calc\n\nfunc Add(a, b int) int { return a - b }\n\nfunc Mul(a, b int) int { return a * b }\n",
+        "calc.go": "package calc\n\nfunc Add(a, b int) int { return a - b }\n\n"
+        "func Mul(a, b int) int { return a * b }\n",
         "calc_test.go": 'package calc\n\nimport "testing"\n\n'
         'func TestAdd(t *testing.T) {\n\tif Add(2, 3) != 5 {\n\t\tt.Fatal("add")\n\t}\n}\n\n'
         'func TestMul(t *testing.T) {\n\tif Mul(2, 3) != 6 {\n\t\tt.Fatal("mul")\n\t}\n}\n',
@@ -49,7 +50,8 @@ GO = Fixture(
 RUST = Fixture(
     files={
         "Cargo.toml": '[package]\nname = "calc"\nversion = "0.1.0"\nedition = "2021"\n',
-        "src/lib.rs": "pub fn add(a: i32, b: i32) -> i32 {\n    a - b\n}\n\npub fn mul(a: i32, b: i32) -> i32 {\n    a * b\n}\n",
+        "src/lib.rs": "pub fn add(a: i32, b: i32) -> i32 {\n    a - b\n}\n\n"
+        "pub fn mul(a: i32, b: i32) -> i32 {\n    a * b\n}\n",
         "tests/lib.rs": "#[test]\nfn adds() {\n    assert_eq!(calc::add(2, 3), 5);\n}\n\n"
         "#[test]\nfn muls() {\n    assert_eq!(calc::mul(2, 3), 6);\n}\n",
     },
@@ -66,7 +68,8 @@ JS = Fixture(
         "calc.js": "exports.add = (a, b) => a - b;\nexports.mul = (a, b) => a * b;\n",
         "test/calc.test.js": "const test = require('node:test');\nconst assert = require('node:assert');\n"
         "const { add, mul } = require('../calc');\n\n"
-        "test('adds', () => assert.strictEqual(add(2, 3), 5));\ntest('muls', () => assert.strictEqual(mul(2, 3), 6));\n",
+        "test('adds', () => assert.strictEqual(add(2, 3), 5));\n"
+        "test('muls', () => assert.strictEqual(mul(2, 3), 6));\n",
     },
     source="calc.js",
     test_file="test/calc.test.js",

@@ -67,7 +67,7 @@ def test_a_symlinked_or_oversized_build_file_is_not_read(tmp_path: Path) -> None
 
 
 def test_nothing_to_go_on_infers_nothing(tmp_path: Path) -> None:
-    plan = infer(tree(tmp_path, {"README.md": "hi"}))
+    plan = infer(tree(tmp_path, {"README.md": "hi", "calc.py": ""}))  # Python with no test file: no unittest
     assert plan.command is None and plan.language == "unknown"
     assert resolve(RepoConfig(), tmp_path)[0] == RepoConfig()
 
