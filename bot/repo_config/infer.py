@@ -95,10 +95,10 @@ def _javascript(checkout: Path) -> TestPlan | None:
         return None
     if not isinstance(script, str) or not script.strip() or _NPM_PLACEHOLDER.search(script):
         return None
-    tool, lockfile = "npm", "no lockfile"
+    tool, lockfile = "npm", "npm: no lockfile"
     for name, candidate in (("pnpm-lock.yaml", "pnpm"), ("yarn.lock", "yarn"), ("package-lock.json", "npm")):
         if _exists(checkout, name):
-            tool, lockfile = candidate, name
+            tool, lockfile = candidate, f"{candidate} because of {name}"
             break
     runner = "node's test runner" if "node --test" in script else "the repository's test script"
     one = (
@@ -106,7 +106,7 @@ def _javascript(checkout: Path) -> TestPlan | None:
         if "node --test" in script
         else "`node` and the test file's path (when the file runs on its own), else the full test command"
     )
-    why = f"inferred from package.json `scripts.test` ({runner}; {tool} because of {lockfile})"
+    why = f"inferred from package.json `scripts.test` ({runner}; {lockfile})"
     command = f"{tool} test"
     return TestPlan("javascript", command, why, one, command)
 
