@@ -131,6 +131,9 @@ class Settings(BaseSettings):
     """Ceiling on a repository's `limits.disk`."""
     allowed_images: Annotated[list[str], NoDecode] = []
     """Comma-separated image patterns a repository's `image:` may name; empty = only MINIFIX_SANDBOX_IMAGE."""
+    devcontainer_images: Annotated[list[str], NoDecode] = []
+    """Comma-separated image patterns a repository's `.devcontainer/devcontainer.json` `image` may name (then used
+    as its sandbox image, with its `postCreateCommand` as setup); empty = devcontainers are not used."""
     allowed_models: Annotated[list[str], NoDecode] = []
     """Comma-separated model patterns a repository's `model:` may name; empty = the deployment's provider's models."""
     max_clone_bytes: int = 500 << 20
@@ -168,7 +171,7 @@ class Settings(BaseSettings):
 
     @field_validator(
         "allow_owners", "deny_owners", "allow_repos", "deny_repos", "setup_allowed_hosts", "allowed_images",
-        "allowed_models", mode="before",
+        "allowed_models", "devcontainer_images", mode="before",
     )  # fmt: skip
     @classmethod
     def _split_commas(cls, value: object) -> object:

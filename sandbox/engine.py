@@ -124,7 +124,6 @@ def _host_config(api: Any, config: SandboxConfig, volume: str, network: str) -> 
     """Every limit: memory (tmpfs included), CPUs, pids, capabilities, a read-only image with tmpfs to write."""
     # One limit for everything: tmpfs pages are charged to the memory cgroup, so RAM never exceeds `memory`.
     limit = config.memory
-    scratch = f"size={parse_bytes(config.scratch_disk)},mode=1777,nosuid,nodev,exec"
     return api.create_host_config(
         network_mode=network,
         mem_limit=limit,
@@ -138,8 +137,19 @@ def _host_config(api: Any, config: SandboxConfig, volume: str, network: str) -> 
         runtime=config.runtime,
         read_only=True,
         binds={volume: {"bind": config.cwd, "mode": "rw"}},
-        tmpfs={path: scratch for path in config.scratch_paths},
+        tmpfs=scratch_mounts(config),
     )
+
+
+def scratch_mounts(config: SandboxConfig) -> dict[str, str]:
+    """The scratch tmpfs mounts, owned by the action user.
+
+    runc gives a tmpfs the mode of the directory it covers in the image (an image's `/home/agent` is 0755), so
+    `mode=1777` alone left HOME a root-owned 0755 directory the user could not write; the owner makes it theirs.
+    """
+    uid, gid = action_ids(config.user)
+    options = f"size={parse_bytes(config.scratch_disk)},mode=1777,uid={uid},gid={gid},nosuid,nodev,exec"
+    return {path: options for path in config.scratch_paths}
 
 
 def create_workdir_volume(

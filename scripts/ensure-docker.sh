@@ -6,6 +6,10 @@ set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 base_image="${MINIFIX_BASE_IMAGE:-mini-fix-base:bookworm}"
 sandbox_image="${MINIFIX_SANDBOX_IMAGE:-mini-fix-sandbox:latest}"
+# polyglot (default: Python, Node.js + npm, Go, Rust, a JDK with Maven) or slim (Python only); the slim image is
+# also built as $slim_image (seconds: no packages to fetch) for operators who set MINIFIX_SANDBOX_IMAGE to it.
+sandbox_profile="${MINIFIX_SANDBOX_PROFILE:-polyglot}"
+slim_image="${MINIFIX_SLIM_SANDBOX_IMAGE:-mini-fix-sandbox:slim}"
 proxy_image="${MINIFIX_PROXY_IMAGE:-mini-fix-proxy:latest}"
 dockerd_log="${DOCKERD_LOG:-/var/log/dockerd.log}"
 wait_seconds="${DOCKERD_WAIT_SECONDS:-60}"
@@ -81,9 +85,15 @@ build_images() {
         "$here/sandbox/build-base-image.sh" "$base_image"
     fi
     # Always build: the layer cache makes an unchanged Dockerfile cost a second, and a changed one is picked up.
-    say "building sandbox image $sandbox_image from $base_image"
-    DOCKER_BUILDKIT=0 docker build -q --build-arg "BASE_IMAGE=$base_image" -t "$sandbox_image" \
-        "$here/sandbox/image" >/dev/null
+    # The polyglot image's toolchains come from Debian's packages (about 10 minutes and 1.7 GB on a fresh machine).
+    say "building sandbox image $sandbox_image ($sandbox_profile) from $base_image"
+    DOCKER_BUILDKIT=0 docker build -q --build-arg "BASE_IMAGE=$base_image" --build-arg "PROFILE=$sandbox_profile" \
+        -t "$sandbox_image" "$here/sandbox/image" >/dev/null
+    if [ "$slim_image" != "$sandbox_image" ]; then
+        say "building slim sandbox image $slim_image from $base_image"
+        DOCKER_BUILDKIT=0 docker build -q --build-arg "BASE_IMAGE=$base_image" --build-arg PROFILE=slim \
+            -t "$slim_image" "$here/sandbox/image" >/dev/null
+    fi
     # The setup phase's proxy (squid + iptables from Debian's packages): apt needs the Debian mirror once.
     if image_exists "$proxy_image" && [ "${MINIFIX_REBUILD_PROXY:-}" != "1" ]; then
         say "proxy image $proxy_image present"

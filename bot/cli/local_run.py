@@ -27,6 +27,7 @@ from bot.pipeline.exits import SUBMITTED, exit_for
 from bot.pipeline.run import resolve_model_config
 from bot.pipeline.verdicts import record_verdicts, refuse
 from bot.pipeline.verify import verify
+from bot.repo_config import infer
 from bot.repo_config.load import ConfigError, load_repo_config
 from bot.repo_config.schema import RepoConfig
 from bot.settings import Settings
@@ -128,6 +129,8 @@ def run_local(request: LocalRunRequest, settings: Settings) -> int:
     except ConfigError as exc:
         print(f"mini-fix: {exc}", file=sys.stderr)
         return 2
+    repo, testing = infer.resolve(repo, request.repo)
+    print(f"tests: {f'`{testing.command}`' if testing.command else 'none'} ({testing.why})")
     run_id = uuid.uuid4().hex[:12]
     output = request.output or Path("out") / run_id
     config = agent_config(request, settings)
@@ -140,6 +143,7 @@ def run_local(request: LocalRunRequest, settings: Settings) -> int:
         print(f"{count} attempts in parallel; each one's files go in {output}/{run_id}-<k>/")
     stop = threading.Event()
     plan = _attempt_plan(request, settings, config, model, repo, run_id, output, count, stop)
+    plan.testing = testing.template_vars()
     runs, choice = _run_attempts(request, settings, plan, stop)
     return _write(runs, choice, output, count)  # a sandbox that fails ends its attempt: exit 3 when none ran
 

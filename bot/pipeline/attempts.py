@@ -93,6 +93,7 @@ class AttemptPlan:
     mirror: Callable[[str, str], None] | None = None  # (run id, JSON): the shared trajectory store
     on_step: Callable[[int, StepEvent], None] = lambda _attempt, _event: None
     on_end: Callable[[int, str], None] = lambda _attempt, _how: None
+    testing: dict[str, str] = field(default_factory=dict)  # the test command and how to run one test, for the task
 
 
 class Attempts:
@@ -200,6 +201,7 @@ class Attempts:
                     on_step=partial(self._on_step, candidate.index),
                     cancel=plan.budget.stop,
                     checkout=checkout,
+                    testing=plan.testing,
                 )
                 _counted(candidate, attempt.result)
                 take = partial(execute.take_change, sandbox, checkout, export, max_bytes=plan.max_export_bytes,

@@ -5,18 +5,22 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from bot.pipeline.missing import missing_tool
 from bot.pipeline.transcript import Step
 from bot.render import untrusted
 
 # Commands that look like a test run (or a checker), wherever they appear in the command line.
 _CHECK = re.compile(
     r"(?<![\w./-])(?:python[\d.]*\s+-m\s+(?:pytest|unittest)|py\.test|pytest|tox|nox|"
-    r"(?:npm|yarn|pnpm)\s+(?:run\s+)?test|go\s+test|cargo\s+test|make\s+(?:test|check)|"
+    r"(?:npm|yarn|pnpm)\s+(?:run\s+)?test(?:[:-][\w:-]+)?|node\s+(?:--test|\S*test\S*\.[cm]?[jt]s)|"
+    r"go\s+test|cargo\s+test|make\s+(?:test|check)|"
     r"mvn\s+(?:-\S+\s+)*test|gradle\w*\s+test|ctest|rspec|phpunit|jest|mocha|"
     r"ruff\s+check|mypy|flake8)(?![\w.-])"
 )
 # After the check, anything that runs another command regardless (pipe, `;`, `||`, `&`, newline) hides its code.
 _MASKED = re.compile(r"\||;|\n|(?<![>&<])&(?![&>])")
+# A heredoc's body is data (a file being written, the submission's summary), not commands: left out of the match.
+_HEREDOC = re.compile(r"<<-?\s*(['\"]?)([A-Za-z_]\w{0,40})\1")
 MAX_SUMMARY = 3_000
 MAX_CHECKS = 20
 
@@ -28,20 +32,42 @@ class Check:
     step: int
     command: str
     returncode: int | None
-    verdict: str  # passed, failed, unknown
+    verdict: str  # passed, failed, unknown, missing (exit 127/126: the tool is not in the image, nothing ran)
     last_line: str
+    missing_tool: str | None = None
 
 
 def checks_from_steps(steps: list[Step]) -> list[Check]:
     """Test-like commands in the order they ran; `passed` only when the test's own exit code was 0."""
     found = []
     for step in steps:
-        match = _CHECK.search(step.command or "")
-        if step.command is None or match is None:
+        if step.command is None:
             continue
-        masked = _MASKED.search(step.command, match.end()) is not None
-        found.append(Check(step.n, step.command, step.returncode, _verdict(step.returncode, masked), _last(step)))
+        command = without_heredocs(step.command)
+        match = _CHECK.search(command)
+        if match is None:
+            continue
+        masked = _MASKED.search(command, match.end()) is not None
+        verdict = _verdict(step.returncode, masked)
+        tool = None if masked else missing_tool(step.returncode, step.output or "", command[match.start() :])
+        if tool:
+            verdict = "missing"
+        found.append(Check(step.n, step.command, step.returncode, verdict, _last(step), tool))
     return found[-MAX_CHECKS:]
+
+
+def without_heredocs(command: str) -> str:
+    """The command line with each heredoc's body (up to its delimiter line, or the end) left out."""
+    lines, kept, delimiter = command.split("\n"), [], None
+    for line in lines:
+        if delimiter is not None:
+            if line.strip() == delimiter:
+                delimiter = None
+            continue
+        kept.append(line)
+        if opened := _HEREDOC.search(line):
+            delimiter = opened.group(2)
+    return "\n".join(kept)
 
 
 def _verdict(code: int | None, masked: bool) -> str:

@@ -4,6 +4,7 @@ Decided on the worker from its own trees: the base file from the checkout's git 
 changed one from the tree the worker's git built from the host's diff. Both are parsed with Python's `ast` (read,
 never imported or run); nothing the sandbox says is used. Python files only: a test file in another language is
 listed as not checked, and a Python file that does not parse on either side as one the App cannot tell about.
+Go, Rust, Java and JavaScript files go to their line scanners (`test_scanners.py`) through `_other_language`.
 A test that moved to another of the change's test files (the same `Class::test_x` defined there) is not dropped.
 """
 
@@ -14,7 +15,7 @@ import posixpath
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
-from bot.pipeline import gitops, reproduce, trees
+from bot.pipeline import gitops, reproduce, test_scanners, trees
 from bot.pipeline.candidates import DroppedTests
 
 MAX_BYTES = 2 << 20  # a larger test file is not parsed: the App cannot tell
@@ -24,13 +25,12 @@ _REGULAR = {"100644", "100755"}
 def dropped_tests(checkout: Path, after: Path, paths: Sequence[str], test_paths: Sequence[str]) -> DroppedTests:
     """The tests present in the base commit's test files among `paths` and gone from them in `after`."""
     found = DroppedTests()
-    tests = [p for p in paths if reproduce.matches(p, test_paths)]
+    tests = [p for p in paths if reproduce.matches(p, test_paths) or test_scanners.holds_tests(p)]
     existing = _at_base(checkout, tests)
     moved = _defined_anywhere(after, tests)  # a test moved to another of the change's test files is kept
     for path, (blob, size) in sorted(existing.items()):
         if not path.endswith(".py"):
-            if _looks_like_tests(path):
-                found.unchecked.append(path)
+            _other_language(found, checkout, after, path, (blob, size), tests)
             continue
         before = None if size > MAX_BYTES else defined_tests(_blob(checkout, blob))
         now = _names_after(after, path)
@@ -39,6 +39,31 @@ def dropped_tests(checkout: Path, after: Path, paths: Sequence[str], test_paths:
             continue
         found.tests += [f"{path}::{name}" for name in sorted(before - now - moved)]
     return found
+
+
+def _other_language(
+    found: DroppedTests, checkout: Path, after: Path, path: str, blob: tuple[str, int], tests: list[str]
+) -> None:
+    """The dispatch to another language's scanner; a test file in a language with none is listed as not checked."""
+    if test_scanners.scanner_for(path) is None:
+        if _looks_like_tests(path):
+            found.unchecked.append(path)
+        return
+    base = _blob(checkout, blob[0]) if blob[1] <= MAX_BYTES else None
+    lost = test_scanners.dropped(path, base, lambda p: _read_after(after, p), tests)
+    if lost is None:
+        found.unparsed.append(path)
+    else:
+        found.tests += [f"{path}::{name}" for name in lost]
+
+
+def _read_after(tree: Path, path: str) -> bytes | None:
+    """The file's first MAX_BYTES + 1 bytes in `tree` (more means too large to read); None when the change deleted
+    it (or made it a link)."""
+    if not trees.present(tree, path):
+        return None
+    with (tree / path).open("rb") as file:
+        return file.read(MAX_BYTES + 1)
 
 
 def _defined_anywhere(after: Path, paths: list[str]) -> set[str]:

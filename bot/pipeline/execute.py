@@ -17,6 +17,7 @@ from bot.jobs import Job, Outcome
 from bot.pipeline import gitops
 from bot.pipeline.change import Change, compute_change, setup_excludes
 from bot.pipeline.exits import SUBMITTED, exit_for
+from bot.pipeline.missing import missing_tool
 from bot.trajectory import TrajectoryWriter
 from sandbox.base import EngineUnavailable, ImageMissing, Sandbox, SandboxConfig, SandboxError
 
@@ -177,12 +178,14 @@ def run_agent(
     on_step: Callable[[StepEvent], None],
     cancel: threading.Event,
     checkout: Path,
+    testing: dict[str, str] | None = None,
 ) -> AgentResult:
     """Run the agent; a crash inside it ends the run as `agent_crashed` (its trajectory is already saved)."""
     agent = Agent(model, sandbox, config, trajectory=trajectory, on_step=on_step, cancel=cancel)
     try:
         with sandbox_errors():
-            return agent.run(task, **sandbox.template_vars(), repo_files=gitops.repo_files(checkout))
+            extra = {**sandbox.template_vars(), **(testing or {})}
+            return agent.run(task, **extra, repo_files=gitops.repo_files(checkout))
     except RunFailed:
         raise
     except Exception as exc:
@@ -253,4 +256,12 @@ def run_test(sandbox: Sandbox, command: str) -> dict[str, object]:
     except SandboxError as exc:
         return {"command": command, "returncode": -1, "passed": False, "output": str(exc)}
     output = result.output[-OUTPUT_TAIL:] + (f"\n{result.exception_info}" if result.exception_info else "")
-    return {"command": command, "returncode": result.returncode, "passed": result.returncode == 0, "output": output}
+    verdict: dict[str, object] = {
+        "command": command,
+        "returncode": result.returncode,
+        "passed": result.returncode == 0,
+        "output": output,
+    }
+    if tool := missing_tool(result.returncode, result.output, command):
+        verdict["missing_tool"] = tool  # no test ran: the image lacks it
+    return verdict

@@ -36,9 +36,7 @@ def test_files(paths: Iterable[str], globs: Iterable[str], present: Callable[[st
 
 def template(repo: RepoConfig) -> tuple[str | None, str]:
     """The reproduce command template (with `{files}`) and, when there is none, why, in a reviewer's words."""
-    if repo.reproduce:
-        if FILES not in repo.reproduce:
-            return None, "`reproduce` in .github/mini-fix.yml has no `{files}` to put the test files in"
+    if repo.reproduce:  # without `{files}` it runs a package or the whole suite (`go test ./...`)
         return repo.reproduce, ""
     if not repo.test:
         return None, "no reproduction check: the repository sets neither `reproduce` nor `test` in .github/mini-fix.yml"
@@ -79,7 +77,8 @@ def command(template: str, files: list[str]) -> str:
 
 
 def runnable(repo: RepoConfig, files: list[str]) -> list[str]:
-    """The files given to the command: Python files for a command inferred for pytest or unittest, else all."""
+    """The files given to the command: Python files for a command inferred for pytest or unittest, else all (a
+    command without `{files}` gets none, but the test files are still laid on the base commit)."""
     if repo.reproduce:
         return files
     return [f for f in files if f.endswith(".py")]

@@ -49,6 +49,7 @@ from bot.pipeline.status import StatusComment
 from bot.pipeline.task import build_task, clean
 from bot.pipeline.tokens import FreshToken
 from bot.render import render
+from bot.repo_config import devcontainer, infer
 from bot.repo_config.schema import RepoConfig
 from bot.settings import Settings
 from bot.trajectory import redact
@@ -78,6 +79,10 @@ def run_pipeline(job: Job, cancel: threading.Event, deps: PipelineDeps) -> JobOu
             if isinstance(admitted, JobOutcome):
                 return replace(admitted, run_id=run_id)
             admitted, notes = clamp(admitted, deps.settings)
+            if deps.settings.devcontainer_images:  # off by default: no extra reads of the repository
+                found, _ = devcontainer.read(read, job.repo)
+                admitted, more = devcontainer.apply(admitted, found, deps.settings.devcontainer_images)
+                notes += more
             prepared = followup.prepare(job, gh, admitted, deps.settings, deps.issue_jobs)
             if isinstance(prepared, JobOutcome):
                 return replace(prepared, run_id=run_id)
@@ -157,6 +162,7 @@ def _work(state: RunState, deps: PipelineDeps) -> None:
         token = FreshToken(gh.git_credential)  # minted again near its expiry: a long run's push still works
         start = _start(state, repo, checkout, token, deps)
         _check_cancel(cancel)
+        _resolve_tests(state, plan, checkout)
         task = _task(state, issue, checkout)
         if earlier := _builds_on(checkout, token, start):
             task = f"{task}\n\n{earlier}"
@@ -221,6 +227,14 @@ def _builds_on(checkout: Path, token: FreshToken, start: branch.Start) -> str:
     except gitops.GitError as exc:
         log.warning("builds_on_unknown", error=str(exc))
         return ""
+
+
+def _resolve_tests(state: RunState, plan: attempts.AttemptPlan, checkout: Path) -> None:
+    """The test command (configured, else inferred from the clone) for the attempts, the checks and the comments."""
+    state.config, testing = infer.resolve(state.config, checkout)
+    plan.config, plan.testing = state.config, testing.template_vars()
+    command = f"`{testing.command}`" if testing.command else "none"
+    state.run["tests"] = f"{command} ({testing.why})"  # the status comment's next edit shows it
 
 
 def _task(state: RunState, issue: Issue, checkout: Path) -> str:

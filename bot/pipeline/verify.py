@@ -35,7 +35,7 @@ from typing import Any
 
 import structlog
 
-from bot.pipeline import dropped, reproduce, trees
+from bot.pipeline import dropped, missing, reproduce, trees
 from bot.pipeline.candidates import Candidate, Reproduction
 from bot.pipeline.capacity import SandboxSlots
 from bot.pipeline.execute import OUTPUT_TAIL, TEST_TIMEOUT, RunFailed, closed_on_cancel, run_test
@@ -160,10 +160,13 @@ class _Bench:
             return
 
         def run(sandbox: Sandbox) -> None:
-            passed, rep.before = _check(sandbox, rep.command)
+            passed, rep.before, code = _check(sandbox, rep.command)
+            if tool := missing.missing_tool(code, rep.before, rep.command):
+                rep.detail = f"the reproduce command could not run: {missing.describe(tool, code)}"
+                return  # not a "fails before": nothing ran
             rep.fails_before = not passed
 
-        rep.detail = self._session(tree, f"{b.candidate.index}-before", run)
+        rep.detail = self._session(tree, f"{b.candidate.index}-before", run) or rep.detail
         shutil.rmtree(tree, ignore_errors=True)
 
     def _after(self, b: _Built, rep: Reproduction) -> None:
@@ -173,7 +176,7 @@ class _Bench:
 
         def run(sandbox: Sandbox) -> None:
             if rep.fails_before is True:
-                rep.passes_after, rep.after = _check(sandbox, rep.command)
+                rep.passes_after, rep.after, _ = _check(sandbox, rep.command)
             if self.repo.test:
                 c.test = run_test(sandbox, self.repo.test)
 
@@ -199,7 +202,7 @@ class _Bench:
 
             def run(sandbox: Sandbox, layer: list[_Built] = layer) -> None:
                 for other in layer:
-                    passed, _ = _check(sandbox, reproduce.command(template, other.runnable))
+                    passed, _, _ = _check(sandbox, reproduce.command(template, other.runnable))
                     b.candidate.cross[other.candidate.index] = passed
 
             self._session(tree, f"{b.candidate.index}-cross-{n}", run)
@@ -263,11 +266,11 @@ def _files(root: Path) -> set[str]:
     return found
 
 
-def _check(sandbox: Sandbox, command: str) -> tuple[bool, str]:
-    """Passed (the engine's exit code 0, no timeout) and the output's tail."""
+def _check(sandbox: Sandbox, command: str) -> tuple[bool, str, int]:
+    """Passed (the engine's exit code 0, no timeout), the output's tail, and the engine's exit code."""
     result = sandbox.run_check(command, timeout=TEST_TIMEOUT)
     tail = result.output[-OUTPUT_TAIL:] + (f"\n{result.exception_info}" if result.exception_info else "")
-    return result.returncode == 0 and not result.exception_info, tail
+    return result.returncode == 0 and not result.exception_info, tail, result.returncode
 
 
 def _verdict_detail(rep: Reproduction) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict, Field
 
 DEFAULT_CI_FOLLOWUPS = 2
+PYTHON_TEST_PATHS = ["test_*.py", "*_test.py", "tests/**", "test/**", "**/tests/**", "**/test/**"]
 
 
 class Limits(BaseModel):
@@ -53,11 +54,13 @@ class RepoConfig(BaseModel):
     """Attempts per job, each in its own sandbox with its own sampling settings; the best by the App's own
     tests is published (None = MINIFIX_AGENT_ATTEMPTS; clamped to MINIFIX_MAX_AGENT_ATTEMPTS)."""
     reproduce: str | None = None
-    """Command that runs some test files, `{files}` = their shell-quoted paths (e.g. `python3 -m pytest -q {files}`):
+    """Command that runs the reproduction test: `{files}` = the shell-quoted paths of its files (e.g. `python3 -m
+    pytest -q {files}`), or a command without `{files}` that runs a package or the whole suite (`go test ./...`):
     how the App checks an attempt's reproduction test fails before its fix and passes after. None = inferred
-    from `test` where it can be (pytest, unittest), else no reproduction check."""
-    test_paths: list[str] = ["test_*.py", "*_test.py", "tests/**", "test/**", "**/tests/**", "**/test/**"]
-    """Globs naming test files: a change's new or changed files matching them are its reproduction test."""
+    from `test` (pytest, unittest) or from the repository's language (`bot/repo_config/infer.py`)."""
+    test_paths: list[str] = PYTHON_TEST_PATHS
+    """Globs naming test files: a change's new or changed files matching them are its reproduction test. Unset,
+    the preset of the repository's language (`infer.TEST_PATHS`: `*_test.go`, `*.test.*`, `src/test/**`, ...)."""
     protected_paths: list[str] = []
     """Globs the agent's change may not touch, on top of `.github/workflows/**`."""
     instructions: str = ""

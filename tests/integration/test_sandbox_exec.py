@@ -73,6 +73,13 @@ def test_a_command_that_cannot_start_is_reported_and_the_sandbox_goes_on(sandbox
     assert result.output == "/home/agent\ncat\n"
 
 
+def test_home_and_the_scratch_dirs_are_writable_by_the_action_user(sandbox: DockerSandbox) -> None:
+    # runc gives a tmpfs the mode of the image's directory (0755 for /home/agent): the owner must be the user.
+    result = sandbox.execute('mkdir -p "$HOME/.cache/go-build" /tmp/x /var/tmp/y && stat -c "%U" "$HOME" /tmp')
+    assert result.returncode == 0, result.output
+    assert result.output == "agent\nagent\n"
+
+
 def test_an_action_cannot_kill_the_runner(sandbox: DockerSandbox) -> None:
     result = sandbox.execute("kill -9 $PPID")
     assert result.returncode == 1 and "Operation not permitted" in result.output

@@ -83,3 +83,25 @@ def test_the_body_shows_what_changed_the_summary_checks_and_how_to_retry() -> No
 def test_without_test_commands_the_body_says_the_change_is_untested() -> None:
     body = body_for([reply("sed -i s/-/+/ calc.py"), observation("", 0)])
     assert "This change is untested" in body and ":white_check_mark:" not in body
+
+
+def test_a_check_and_a_test_command_that_hit_a_missing_tool_say_which_tool() -> None:
+    messages = [reply("go test ./..."), observation("bash: line 1: go: command not found\n", 127)]
+    body = body_for(messages)
+    assert "not run: <code>go</code> is not in the sandbox image (exit 127)" in body and ":x: exit 127" not in body
+    vars_ = pr_body_vars(
+        Issue(3, "t", "", "alice"),
+        {"run_id": "r1", "model": "m", "requester": "a", "retry": False, "exit_status": "Submitted"},
+        AgentResult("Submitted", "s", 3, 900, 50, 0.0, 12.0, messages),
+        DIFF,
+        None,
+    )
+    test = {
+        "command": "cargo test --offline",
+        "returncode": 127,
+        "passed": False,
+        "output": "",
+        "missing_tool": "cargo",
+    }
+    body = _body({**vars_, "test": test}, draft_fallback=False)
+    assert "**could not run**: <code>cargo</code> is not in the sandbox image (exit code 127)" in body

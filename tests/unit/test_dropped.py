@@ -86,12 +86,50 @@ def test_a_deleted_test_file_drops_all_its_tests_and_bad_syntax_cannot_be_told(t
     assert found.tests == [] and found.unparsed == ["tests/test_ops.py"]
 
 
-def test_test_files_in_other_languages_are_listed_as_not_checked(tmp_path: Path) -> None:
-    js = {"tests/ops.test.js": "test('mul', () => {});\n", "tests/fixture.json": "{}\n"}
-    base = build(replace(CALC, files={**CALC.files, **js}), tmp_path / "calc")
-    after, paths = _after(base, tmp_path / "after", ("tests/ops.test.js", "// gone\n"), ("tests/fixture.json", "[]\n"))
+def test_test_files_in_a_language_with_no_scanner_are_listed_as_not_checked(tmp_path: Path) -> None:
+    ruby = {"tests/ops_test.rb": "def test_mul; end\n", "tests/fixture.json": "{}\n"}
+    base = build(replace(CALC, files={**CALC.files, **ruby}), tmp_path / "calc")
+    after, paths = _after(base, tmp_path / "after", ("tests/ops_test.rb", "# gone\n"), ("tests/fixture.json", "[]\n"))
     found = dropped_tests(base, after, paths, GLOBS)
-    assert found.unchecked == ["tests/ops.test.js"] and found.tests == [] and found.unparsed == []
+    assert found.unchecked == ["tests/ops_test.rb"] and found.tests == [] and found.unparsed == []
+
+
+def test_go_rust_java_and_js_tests_a_change_drops_are_found_by_their_scanners(tmp_path: Path) -> None:
+    files = {
+        "ops_test.go": "package ops\n\nfunc TestAdd(t *testing.T) {}\n\nfunc TestMul(t *testing.T) {}\n",
+        "src/lib.rs": "pub fn add() {}\n#[cfg(test)]\nmod tests {\n    #[test]\n    fn adds() {}\n}\n",
+        "tests/lib.rs": "#[test]\nfn osa_distance_works() {}\n",
+        "src/test/java/OpsTest.java": "class OpsTest {\n  @Test\n  void mul() {}\n  @Test void add() {}\n}\n",
+        "test/ops.test.js": "test('mul', () => {});\nit(\"adds\", () => {});\n",
+    }
+    base = build(replace(CALC, files={**CALC.files, **files}), tmp_path / "calc")
+    after, paths = _after(
+        base,
+        tmp_path / "after",
+        ("ops_test.go", "package ops\n\nfunc TestAdd(t *testing.T) {}\n"),
+        ("src/lib.rs", "pub fn add() {}\n"),
+        ("tests/lib.rs", None),
+        ("src/test/java/OpsTest.java", "class OpsTest {\n  @Test void add() {}\n}\n"),
+        ("test/ops.test.js", "it('adds', () => {});\n"),
+    )
+    globs = [*GLOBS, "*_test.go", "src/test/**"]
+    found = dropped_tests(base, after, paths, globs)
+    assert found.tests == [
+        "ops_test.go::TestMul",
+        "src/lib.rs::adds",
+        "src/test/java/OpsTest.java::mul",
+        "test/ops.test.js::mul",
+        "tests/lib.rs::osa_distance_works",
+    ]
+    assert found.unchecked == found.unparsed == []
+
+
+def test_a_go_test_moved_to_another_file_of_the_change_is_kept(tmp_path: Path) -> None:
+    files = {"a_test.go": "package a\n\nfunc TestOne(t *testing.T) {}\n"}
+    base = build(replace(CALC, files={**CALC.files, **files}), tmp_path / "calc")
+    moved = ("b_test.go", "package a\n\nfunc TestOne(t *testing.T) {}\n")
+    after, paths = _after(base, tmp_path / "after", ("a_test.go", "package a\n"), moved)
+    assert dropped_tests(base, after, paths, ["*_test.go"]).tests == []
 
 
 def test_a_test_moved_to_another_test_file_is_not_dropped(tmp_path: Path) -> None:

@@ -111,6 +111,29 @@ def test_success_opens_a_draft_pr_with_the_change_and_the_trajectory(github: Fak
     assert (world.settings.data_dir / "runs" / outcome.run_id / "trajectory.json").exists()
 
 
+def test_the_inferred_test_command_and_why_are_in_the_status_comment_and_the_pr(
+    github: FakeGitHub, tmp_path: Path
+) -> None:
+    test = "import unittest\nfrom calc import add\n\n\nclass T(unittest.TestCase):\n    def test_add(self):\n"
+    github.add_repo(
+        "acme",
+        "tested",
+        {
+            "calc.py": "def add(a, b):\n    return a - b\n",
+            "test_calc.py": test + "        self.assertEqual(add(2, 2), 4)\n",
+        },
+    )
+    world = World(github, tmp_path, [FIX, bash(SUBMIT)])
+    world.issue = github.add_issue("acme/tested", "add() subtracts", "", author="alice")
+    outcome = world.run(repo="acme/tested")
+    assert outcome.status == JobStatus.SUCCEEDED, outcome.error
+    said = "`python3 -m unittest discover -t . -s .` (inferred: Python test files"
+    [pr] = github.pulls
+    assert f"Test command: {said}" in pr["body"] and "passed" in pr["body"]
+    assert f"tests: {said}" in github.comments_on("acme/tested", world.issue)[0]["body"]
+    assert "The repository's tests run with `python3 -m unittest" in world.model.requests[0][1]["content"]
+
+
 def test_a_second_run_updates_the_same_pr(github: FakeGitHub, tmp_path: Path) -> None:
     world = World(github, tmp_path, [FIX, bash(SUBMIT), bash("echo '# v2' >> calc.py"), bash(SUBMIT)])
     first = world.run()

@@ -58,10 +58,11 @@ def test_the_reproduce_command_is_inferred_from_pytest_and_unittest_only(test: s
     assert infer(test) == inferred
 
 
-def test_an_explicit_reproduce_command_wins_and_needs_files() -> None:
+def test_an_explicit_reproduce_command_wins_with_or_without_files() -> None:
     assert template(RepoConfig(reproduce="npx jest {files}", test="pytest")) == ("npx jest {files}", "")
-    none, why = template(RepoConfig(reproduce="npx jest"))
-    assert none is None and "{files}" in why
+    # Without `{files}` it runs a package or the whole suite (go test ./..., cargo test): used as it is.
+    assert template(RepoConfig(reproduce="go test ./...")) == ("go test ./...", "")
+    assert command("go test ./...", ["a_test.go"]) == "go test ./..."
     none, why = template(RepoConfig())
     assert none is None and "neither `reproduce` nor `test`" in why
     none, why = template(RepoConfig(test="make check"))

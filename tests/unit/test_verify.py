@@ -304,3 +304,13 @@ def test_the_tests_a_change_drops_are_found_in_the_workers_own_trees(base: Path)
     assert keeping.dropped == DroppedTests()
     assert rewriting.reproduction is not None and rewriting.reproduction.valid  # as good by every other count
     assert choose([rewriting, keeping]).chosen is keeping
+
+
+def test_a_missing_tool_is_no_fails_before_and_no_failing_test(base: Path) -> None:
+    # exit 127 in the reproduction or the test command: the image lacks the tool, no test ran.
+    c = candidate(base, 1, FIX, REPRO)
+    missing = "no-such-tool-mini-fix"
+    _verify([c], base, Factory(), RepoConfig(test=f"{missing} test", reproduce=f"{missing} run"))
+    assert c.reproduction is not None and c.reproduction.fails_before is None
+    assert not c.reproduction.valid and f"`{missing}` is not found in the sandbox image" in c.reproduction.detail
+    assert c.test is not None and c.test["passed"] is False and c.test["missing_tool"] == missing

@@ -1,0 +1,42 @@
+"""The first user message names the repository's test command and how to run one test, in its language."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from bot.agent.actions import render
+from bot.agent.config import load_config
+from bot.repo_config.infer import infer
+
+SANDBOX = {"timeout": 120, "system": "Linux", "release": "6", "version": "#1", "machine": "x86_64"}
+
+
+def first_message(**testing: str) -> str:
+    return render(load_config().agent.instance_template, task="add() subtracts", **SANDBOX, **testing)
+
+
+@pytest.mark.parametrize(
+    ("files", "command", "one"),
+    [
+        ({"go.mod": "module x\n"}, "go test ./...", "`-run`"),
+        ({"Cargo.toml": ""}, "cargo test --offline", "test function's name"),
+        ({"package.json": '{"scripts": {"test": "node --test"}}'}, "npm test", "`node --test`"),
+        ({"pom.xml": ""}, "mvn -o -q test", "`-Dtest=`"),
+    ],
+)
+def test_another_language_gets_its_command_and_never_unittest(
+    tmp_path: Path, files: dict[str, str], command: str, one: str
+) -> None:
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
+    message = first_message(**infer(tmp_path).template_vars())
+    assert f"The repository's tests run with `{command}` from /testbed" in message and one in message
+    assert "unittest" not in message and "python3" not in message
+
+
+def test_python_keeps_its_instructions_and_no_sample_command_is_added() -> None:
+    assert "`python3 -m unittest` and the file's path" in first_message()
+    assert "run Python as `python3`" in first_message()
+    assert first_message().count("```") == 2  # only the submission block: nothing else to copy
