@@ -74,9 +74,10 @@ class ModelConfig(BaseModel):
     action_regex: str = ACTION_REGEX
     """Regex (DOTALL) whose single match in a reply is the bash command to run."""
     max_attempts: int = 6
-    """Tries per model call on transient failures (connection, timeout, 429, 5xx)."""
+    """Tries per model call on transient failures (connection, 429, 5xx); a per-call timeout is never retried."""
     retry_wait_seconds: float = 2.0
-    """First wait between tries; it doubles each time, up to a minute."""
+    """First wait between tries; it doubles each time, up to a minute. A server's `Retry-After` wins, within the
+    run's wall time."""
 
 
 class EnvironmentConfig(BaseModel):

@@ -160,7 +160,8 @@ def test_unreachable_model_ends_with_a_comment(github: FakeGitHub, tmp_path: Pat
     world = World(github, tmp_path, [ModelUnavailable("connection refused")])
     outcome = world.run()
     assert outcome.status == JobStatus.FAILED and outcome.error and outcome.error.startswith("model_unavailable")
-    assert "could not be reached" in world.issue_comments()[-1]
+    assert outcome.error == "model_unavailable: ModelUnavailable: connection refused"  # the cause, not only the class
+    assert "could not be reached" in world.issue_comments()[-1] and "connection refused" in world.issue_comments()[-1]
     assert list(world.workdir.iterdir()) == [] and world.sandboxes[0].closed
 
 
