@@ -80,6 +80,20 @@ class ModelConfig(BaseModel):
     run's wall time."""
 
 
+NO_DEFAULT_ENDPOINT = ("hosted_vllm/",)
+"""litellm providers with no endpoint of their own: without an api base every call fails, after every retry."""
+
+
+def missing_api_base(model: ModelConfig) -> str | None:
+    """Why the model cannot be reached at all (its provider needs an api base and none is set), or None."""
+    if model.api_base or not model.model_name.startswith(NO_DEFAULT_ENDPOINT):
+        return None
+    return (
+        f"model {model.model_name} has no default endpoint and no api base is set "
+        "(MINIFIX_MODEL_API_BASE or model.api_base)"
+    )
+
+
 class EnvironmentConfig(BaseModel):
     """The `environment:` section: how actions run in the sandbox."""
 

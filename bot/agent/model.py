@@ -13,7 +13,7 @@ import structlog
 from tenacity import RetryCallState, Retrying, retry_if_exception_type
 
 from bot import metrics
-from bot.agent.config import ModelConfig
+from bot.agent.config import ModelConfig, missing_api_base
 from bot.agent.errors import (
     ContextWindowExceeded,
     ModelAuthError,
@@ -90,6 +90,8 @@ class LitellmModel:
         )
 
     def _complete(self, messages: list[dict[str, Any]]) -> Any:
+        if problem := missing_api_base(self.config):  # every try would fail the same way: say so at once
+            raise ModelUnavailable(problem)
         policy = RetryPolicy(self.config.max_attempts, self.config.retry_wait_seconds)
         try:
             for attempt in self._retrying(policy):

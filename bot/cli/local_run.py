@@ -15,7 +15,7 @@ from typing import Any
 import yaml
 
 from bot import metrics
-from bot.agent.config import DEFAULT_CONFIG_PATH, MiniFixAgentConfig, ModelConfig, load_config
+from bot.agent.config import DEFAULT_CONFIG_PATH, MiniFixAgentConfig, ModelConfig, load_config, missing_api_base
 from bot.agent.loop import StepEvent
 from bot.pipeline.admit import deployment_sandbox
 from bot.pipeline.attempts import Attempt, AttemptPlan, started
@@ -33,8 +33,6 @@ from bot.settings import Settings
 from sandbox.base import Sandbox, SandboxConfig
 
 SANDBOX_OUTCOMES = {outcome for _, outcome in SANDBOX_FAILURES}
-NO_DEFAULT_ENDPOINT = ("hosted_vllm/",)
-"""litellm providers with no endpoint of their own: without an api base every call fails, after every retry."""
 
 
 @dataclass
@@ -66,16 +64,6 @@ def model_config(config: MiniFixAgentConfig, request: LocalRunRequest, settings:
     """Flag, then config file, then deployment setting."""
     flags = {"model_name": request.model, "api_base": request.api_base}
     return resolve_model_config(config, settings).model_copy(update={k: v for k, v in flags.items() if v})
-
-
-def missing_api_base(model: ModelConfig) -> str | None:
-    """Why the model cannot be reached at all (its provider needs an api base and none is set), or None."""
-    if model.api_base or not model.model_name.startswith(NO_DEFAULT_ENDPOINT):
-        return None
-    return (
-        f"model {model.model_name} has no default endpoint: pass --api-base http://HOST:8000/v1, "
-        "set MINIFIX_MODEL_API_BASE, or model.api_base in a --config file"
-    )
 
 
 def sandbox_config(config: MiniFixAgentConfig, request: LocalRunRequest, settings: Settings) -> SandboxConfig:
@@ -145,7 +133,7 @@ def run_local(request: LocalRunRequest, settings: Settings) -> int:
     config = agent_config(request, settings)
     model = model_config(config, request, settings)
     if problem := missing_api_base(model):
-        print(f"mini-fix: {problem}", file=sys.stderr)
+        print(f"mini-fix: {problem}: pass --api-base http://HOST:8000/v1", file=sys.stderr)
         return 2
     count, note = attempt_count(request, settings)
     if note:

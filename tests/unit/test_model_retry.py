@@ -130,3 +130,10 @@ def test_mini_fix_run_without_an_api_base_fails_at_once(tmp_path: Path, capsys: 
     err = capsys.readouterr().err
     assert "hosted_vllm/served has no default endpoint" in err and "--api-base" in err
     assert not (tmp_path / "out").exists()
+
+
+def test_the_model_without_an_api_base_fails_at_once_not_after_retries(sleeps: list[float]) -> None:
+    model = LitellmModel(ModelConfig(model_name="hosted_vllm/served"), sleep=sleeps.append)
+    with pytest.raises(ModelUnavailable, match="no api base is set"):
+        model.query(MESSAGES)
+    assert sleeps == []
