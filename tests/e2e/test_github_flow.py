@@ -11,6 +11,7 @@ import subprocess
 import sys
 import threading
 import time
+import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -82,8 +83,10 @@ def jobs(data_dir: Path, env: dict[str, str]) -> list[dict[str, Any]]:
     return [json.loads(line) for line in out.splitlines()]
 
 
-def sandbox_containers() -> set[str]:
-    return {c.id for c in docker.from_env().containers.list(all=True, filters={"label": "mini-fix"})}
+def sandbox_containers(deployment: str) -> set[str]:
+    """This test App's sandboxes alone: the engine is shared with other runs, whose containers are not ours."""
+    labels = ["mini-fix", f"mini-fix.deployment={deployment}"]
+    return {c.id for c in docker.from_env().containers.list(all=True, filters={"label": labels})}
 
 
 def remove_containers(ids: set[str]) -> None:
@@ -148,15 +151,16 @@ def test_killed_worker_job_is_recovered_and_completes_once(github: FakeGitHub, t
         return FIX[0]  # type: ignore[return-value]
 
     data = tmp_path / "data"
-    before = sandbox_containers()
+    deployment = f"test-{uuid.uuid4().hex[:10]}"
+    before = sandbox_containers(deployment)
     with ScriptedModelServer([first_step, *FIX[1:]], by_turn=True) as model:
-        env = app_env(github, model, data, MINIFIX_LEASE_SECONDS="4")
+        env = app_env(github, model, data, MINIFIX_LEASE_SECONDS="4", MINIFIX_DEPLOYMENT=deployment)
         first = AppProcess(env, tmp_path / "first.log").start()
         try:
             deliver(f"{first.url}/webhook", "issues", labeled(REPO, issue, sender="alice"), SECRET)
             wait_for(first_request.is_set, 120, "the first model request", first.log)
             first.kill()  # SIGKILL: no cleanup, the lease is left to expire
-            orphans = sandbox_containers() - before  # the dead worker's container, left for the sweeper
+            orphans = sandbox_containers(deployment) - before  # the dead worker's container, left for the sweeper
         finally:
             release.set()
             first.kill()
@@ -164,14 +168,17 @@ def test_killed_worker_job_is_recovered_and_completes_once(github: FakeGitHub, t
         try:
             pr = wait_for(lambda: github.pulls, 240, "a pull request after recovery", second.log)[0]
             rows = wait_for(lambda: [j for j in jobs(data, env) if j["status"] == "succeeded"], 60, "done", second.log)
-            left_over = orphans & sandbox_containers()
+            left_over = orphans & sandbox_containers(deployment)
         finally:
             second.stop()
-            remove_containers(orphans & sandbox_containers())
+            remove_containers(orphans & sandbox_containers(deployment))
     assert orphans and not left_over  # the recovering worker removed the dead worker's container
     assert len(github.pulls) == 1 and pr["head"]["ref"] == f"mini-fix/issue-{issue}"
     assert len(rows) == 1 and rows[0]["attempts"] == 2
     assert len(jobs(data, env)) == 1
+    # One status comment: the recovered run took over the one the killed worker left at "working".
+    statuses = [c["body"] for c in github.comments_on(REPO, issue) if "<!-- mini-fix:status -->" in c["body"]]
+    assert len(statuses) == 1 and "opened a pull request" in statuses[0], statuses
 
 
 def test_retry_on_the_pr_carries_guidance_and_updates_the_same_pr(github: FakeGitHub, tmp_path: Path) -> None:
