@@ -33,10 +33,9 @@ class StatusComment:
         *,
         attempts: int = 1,
         job_id: str = "",
-        resumed: bool = False,
     ) -> None:
         self.gh, self.issue, self.run, self.clock = gh, issue, run, clock
-        self.attempts, self.job_id, self.resumed = attempts, job_id, resumed
+        self.attempts, self.job_id = attempts, job_id  # with a job id, an earlier run's comment is taken over
         self.token_budget = 0  # the job's tokens over all attempts (0: not shown)
         self.comment_id: int | None = None
         self._rows: dict[int, dict[str, Any]] = {}
@@ -46,8 +45,9 @@ class StatusComment:
 
     def start(self) -> None:
         """Post the comment that says the run has started, or take over the one an earlier run of this job left."""
-        body = self._render(phase="starting", resumed=self.resumed)
-        self.comment_id = self._earlier() if self.resumed and self.job_id else None
+        # Looked up on every run: a shutdown gives its attempt back, so the ledger's count cannot tell a resumed run.
+        self.comment_id = self._earlier() if self.job_id else None
+        body = self._render(phase="starting", resumed=self.comment_id is not None)
         if self.comment_id is None:
             self.comment_id = self.gh.create_comment(self.issue, body)
         else:

@@ -225,11 +225,19 @@ def test_a_job_resumed_after_a_shutdown_edits_its_one_status_comment(github: Fak
     assert world.run(cancel=cancel, attempts=1).status == JobStatus.QUEUED
     [paused] = github.comments_on(REPO, world.issue)
     assert "paused" in paused["body"] and "<!-- mini-fix:job job1 -->" in paused["body"]
-    outcome = world.run(attempts=2)  # the same job, claimed again by another worker
+    outcome = world.run(attempts=1)  # the same job claimed again: a shutdown gave its attempt back
     assert outcome.status == JobStatus.SUCCEEDED, outcome.error
     [status] = github.comments_on(REPO, world.issue)
     assert status["id"] == paused["id"] and "opened a pull request" in status["body"]
     assert "paused" not in status["body"] and "working" not in status["body"]
+
+
+def test_a_new_job_posts_its_own_status_comment(github: FakeGitHub, tmp_path: Path) -> None:
+    world = World(github, tmp_path, [FIX, bash(SUBMIT), bash("echo '# v2' >> calc.py"), bash(SUBMIT)])
+    world.run()
+    world.run(id="job2", kind=JobKind.RETRY)  # another job on the same issue: its own comment, the first kept
+    statuses = [c["body"] for c in github.comments_on(REPO, world.issue) if "mini-fix:status" in c["body"]]
+    assert len(statuses) == 2 and "mini-fix:job job1" in statuses[0] and "mini-fix:job job2" in statuses[1]
 
 
 def test_a_resumed_job_takes_over_only_its_own_bots_comment(github: FakeGitHub, tmp_path: Path) -> None:
