@@ -8,6 +8,7 @@ import time
 from collections.abc import Callable
 from types import ModuleType
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 import structlog
 from tenacity import RetryCallState, Retrying, retry_if_exception_type
@@ -148,7 +149,12 @@ class LitellmModel:
         )
 
     def _where(self) -> str:
-        return self.config.api_base or "litellm's default endpoint (no api base set)"
+        """The api base as errors show it: comments and the ledger get it, so never its user or password."""
+        if not self.config.api_base:
+            return "litellm's default endpoint (no api base set)"
+        parts = urlsplit(self.config.api_base)
+        host = parts.netloc.rpartition("@")[2]
+        return urlunsplit(parts._replace(netloc=host))
 
     def _cost(self, response: Any) -> float:
         """Dollar cost when litellm knows a price; self-hosted models have none (asked once)."""

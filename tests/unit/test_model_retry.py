@@ -137,3 +137,12 @@ def test_the_model_without_an_api_base_fails_at_once_not_after_retries(sleeps: l
     with pytest.raises(ModelUnavailable, match="no api base is set"):
         model.query(MESSAGES)
     assert sleeps == []
+
+
+def test_an_api_base_with_credentials_is_named_without_them(sleeps: list[float]) -> None:
+    with ScriptedModelServer([Refusal(503)] * 2) as server:
+        with_password = server.api_base.replace("http://", "http://vllm:s3cr3t-pass@")
+        model = model_for(server, sleeps, api_base=with_password, max_attempts=2, retry_wait_seconds=0)
+        with pytest.raises(ModelUnavailable) as caught:
+            model.query(MESSAGES)
+    assert "s3cr3t-pass" not in str(caught.value) and server.api_base in str(caught.value)
