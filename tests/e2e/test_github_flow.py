@@ -21,7 +21,7 @@ import pytest
 
 from tests.support.app_process import AppProcess
 from tests.support.fake_github import FakeGitHub, throwaway_key
-from tests.support.model_server import ScriptedModelServer, bash_reply
+from tests.support.model_server import Refusal, ScriptedModelServer, bash_reply
 from tests.support.webhooks import deliver, installation_created, labeled, pr_comment
 
 pytestmark = [pytest.mark.docker, pytest.mark.e2e]
@@ -233,3 +233,20 @@ def test_org_config_renames_the_label_and_limits_the_steps(github: FakeGitHub, t
     assert len(model.requests) == 2  # the org's step limit, not agent.yaml's 50
     assert any("budget" in c["body"] and "LimitsExceeded" in c["body"] for c in github.comments_on(REPO, issue))
     assert github.pulls == []
+
+
+def test_a_rate_limited_model_is_waited_out_and_the_job_opens_its_pr(github: FakeGitHub, tmp_path: Path) -> None:
+    issue = github.add_issue(REPO, "add() subtracts", "add(2, 3) returns -1", author="alice")
+    busy = Refusal(429, {"Retry-After": "1"}, "vLLM is busy")
+    with ScriptedModelServer([busy, FIX[0], Refusal(503, {"Retry-After": "1"}), *FIX[1:]]) as model:
+        app = AppProcess(app_env(github, model, tmp_path / "data"), tmp_path / "app.log").start()
+        try:
+            deliver(f"{app.url}/webhook", "issues", labeled(REPO, issue, sender="alice"), SECRET)
+            pr = wait_for(lambda: github.pulls, 240, "a pull request", app.log)[0]
+            wait_for(lambda: jobs(tmp_path / "data", app.env)[0]["status"] == "succeeded", 60, "job done", app.log)
+            log = app.log()
+        finally:
+            app.stop()
+    assert pr["head"]["ref"] == f"mini-fix/issue-{issue}" and len(model.requests) == 5
+    retries = [json.loads(line) for line in log.splitlines() if '"model_retry"' in line]
+    assert [r["wait"] for r in retries] == [1.0, 1.0]  # the server's Retry-After, not our 2 s and 4 s
