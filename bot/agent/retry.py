@@ -60,19 +60,20 @@ class RetryPolicy:
 
     def stop(self, state: RetryCallState) -> bool:
         """Stop after the last try, or when the next wait would outlast the run's wall budget or our ceiling."""
-        tries, upcoming = state.attempt_number, state.upcoming_sleep
+        upcoming = state.upcoming_sleep
+        tries = f"{state.attempt_number} tr{'y' if state.attempt_number == 1 else 'ies'}"
         asked = " (the server's Retry-After)" if self._asked(state) else ""
         left = seconds_left()
-        if tries >= self.attempts:
-            self.gave_up = f"after {tries} tries"
+        if state.attempt_number >= self.attempts:
+            self.gave_up = f"after {tries}"
         elif left is not None and upcoming > left:
             self.gave_up = (
-                f"after {tries} tries: the next wait, {upcoming:.0f} s{asked}, is longer than the {left:.0f} s "
+                f"after {tries}: the next wait, {upcoming:.0f} s{asked}, is longer than the {left:.0f} s "
                 "left of the run's wall time"
             )
         elif upcoming > RETRY_AFTER_CEILING:
             ceiling = RETRY_AFTER_CEILING
-            self.gave_up = f"after {tries} tries: the next wait, {upcoming:.0f} s{asked}, is over {ceiling:.0f} s"
+            self.gave_up = f"after {tries}: the next wait, {upcoming:.0f} s{asked}, is over {ceiling:.0f} s"
         return bool(self.gave_up)
 
     @staticmethod

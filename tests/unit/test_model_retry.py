@@ -70,7 +70,8 @@ def test_a_retry_after_past_the_runs_wall_time_ends_the_call_saying_so(
         model_for(served, sleeps).query(MESSAGES)
     assert sleeps == [] and len(served.requests) == 1
     text = str(caught.value)
-    assert served.api_base in text and "120 s (the server's Retry-After)" in text and "30 s left" in text
+    assert served.api_base in text and "after 1 try: the next wait, 120 s (the server's Retry-After)" in text
+    assert "30 s left" in text
     assert "last error" in text and "refused by the script" in text
 
 
@@ -81,7 +82,7 @@ def test_unreachable_names_the_api_base_the_tries_and_the_last_error(
     with pytest.raises(ModelUnavailable) as caught:
         model_for(served, sleeps, max_attempts=3, retry_wait_seconds=0).query(MESSAGES)
     text = str(caught.value)
-    assert f"at {served.api_base} unreachable after 3 tries" in text and "refused by the script" in text
+    assert f"at {served.api_base} unreachable after 3 tries; last error: " in text and "refused by the script" in text
     assert len(served.requests) == 3
 
 
