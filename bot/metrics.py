@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import shutil
 import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
 from prometheus_client import (
     CONTENT_TYPE_LATEST,
@@ -61,6 +63,11 @@ MODEL_SECONDS = Histogram(
     "Latency of one model call, retries included.",
     buckets=(0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20, 40, 80, 160),
 )
+TRAJECTORY_WRITE_FAILURES = Counter(
+    "minifix_trajectory_write_failures_total",
+    "Trajectory saves the App's own storage refused (a full disk, an I/O error); the runs went on.",
+)
+DATA_DIR_FREE = Gauge("minifix_data_dir_free_bytes", "Free bytes on the data directory's filesystem (read at scrape).")
 SANDBOX_EXEC_SECONDS = Histogram(
     "minifix_sandbox_exec_seconds",
     "Latency of one action run in the sandbox (a fresh bash -c).",
@@ -124,6 +131,18 @@ def count_tokens(prompt: int, completion: int) -> None:
 def watch_queue(depth: Callable[[], int]) -> None:
     """Read the queue depth from `depth` whenever the metrics are scraped."""
     QUEUE_DEPTH.set_function(depth)
+
+
+def watch_data_dir(path: Path) -> None:
+    """Read the free space under `path` whenever the metrics are scraped (-1 when it cannot be read)."""
+
+    def free() -> float:
+        try:
+            return float(shutil.disk_usage(path).free)
+        except OSError:
+            return -1.0
+
+    DATA_DIR_FREE.set_function(free)
 
 
 class FleetCollector(Collector):

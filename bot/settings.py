@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 import warnings
 from functools import cached_property
@@ -168,6 +169,9 @@ class Settings(BaseSettings):
     """Create the trigger label in repositories that lack it when the App is installed or gets repositories."""
     training_export: bool = True
     """Whether `mini-fix export` may write this deployment's runs out as training data."""
+    deployment: str = ""
+    """This deployment's name on the sandbox engine: its sweeper removes only containers labelled with it;
+    empty = derived from the App id and the data dir (`deployment_name`)."""
 
     @field_validator(
         "allow_owners", "deny_owners", "allow_repos", "deny_repos", "setup_allowed_hosts", "allowed_images",
@@ -191,6 +195,14 @@ class Settings(BaseSettings):
         if not self.database_url:
             self.database_url = f"sqlite:///{self.data_dir / 'mini-fix.db'}"
         return self
+
+    @property
+    def deployment_name(self) -> str:
+        """MINIFIX_DEPLOYMENT, else `app<id>-<hash of the data dir>`: two instances sharing an engine differ."""
+        if self.deployment:
+            return self.deployment
+        where = hashlib.sha256(str(self.data_dir.resolve()).encode()).hexdigest()[:10]
+        return f"app{self.app_id or 0}-{where}"
 
     def require_webhook_secret(self) -> str:
         """The webhook secret, or a SettingsError that says how to set one."""

@@ -15,6 +15,7 @@ from typing import Any
 
 import structlog
 
+from bot import metrics
 from bot.redaction import REDACTED
 
 TRAJECTORY_FORMAT = "mini-swe-agent-1.1"
@@ -49,6 +50,7 @@ class TrajectoryWriter:
         self.secrets = list(secrets)
         self.mini_fix = dict(mini_fix or {})
         self.started_at = _now()
+        self.write_failed = False  # the last save could not be written locally (the run went on)
 
     def serialize(self, messages: Messages, *, config: dict[str, Any], stats: RunStats) -> dict[str, Any]:
         """The trajectory as a JSON-ready dict, secrets already replaced by `***`."""
@@ -91,9 +93,23 @@ class TrajectoryWriter:
         if any(json.dumps(secret)[1:-1] in text for secret in self.secrets):
             data = redact(data, self.secrets)
             text = json.dumps(data, default=str)
-        write_atomic(self.path, text)
+        self._write(text)
         self._mirror(text)
         return data
+
+    def _write(self, text: str) -> None:
+        """Replace the local file; a full or failing disk is logged and counted, never the end of the run."""
+        try:
+            write_atomic(self.path, text)
+        except OSError as exc:
+            metrics.TRAJECTORY_WRITE_FAILURES.inc()
+            if not self.write_failed:  # one line when saving starts failing, not one per step
+                log.warning("trajectory_not_written", path=str(self.path), error=str(exc), detail="the run goes on")
+            self.write_failed = True
+            return
+        if self.write_failed:
+            log.info("trajectory_written_again", path=str(self.path))
+        self.write_failed = False
 
     def _mirror(self, text: str) -> None:
         if self.mirror is None:

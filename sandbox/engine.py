@@ -22,6 +22,7 @@ from sandbox.base import EngineUnavailable, ImageMissing, SandboxConfig, Sandbox
 LABEL = "mini-fix"
 RUN_ID_LABEL = "mini-fix.run-id"
 JOB_ID_LABEL = "mini-fix.job-id"
+DEPLOYMENT_LABEL = "mini-fix.deployment"  # whose sandbox it is: a sweeper removes only its own deployment's
 DEADLINE_LABEL = "mini-fix.deadline"
 EXITED_GRACE_SECONDS = 60.0  # the run that owned a stopped container has read its exit state by then
 # What the runner (root in the container, every other process is the action uid) keeps; nothing else is kept.
@@ -212,18 +213,36 @@ def remove_network(client: docker.DockerClient, name: str) -> bool:
     return True
 
 
-def sweep(client: docker.DockerClient | None = None, *, now: float | None = None) -> int:
-    """Force-remove mini-fix containers (and their volumes) past their deadline, or stopped for a while (e.g. by an
-    engine restart while their worker could not reach it); returns how many containers."""
+def sweep(
+    client: docker.DockerClient | None = None,
+    *,
+    now: float | None = None,
+    deployment: str | None = None,
+    running: Callable[[str], bool] | None = None,
+) -> int:
+    """Force-remove mini-fix containers (and their volumes and networks) that serve no run; returns how many
+    containers. With a `deployment`, only that deployment's, never one whose job `running` says is running, and
+    every other one of its jobs; without, any past its deadline or stopped for a while (e.g. by an engine restart
+    while their worker could not reach it)."""
     client = client or connect()
     now = time.time() if now is None else now
-    expired = [c["Id"] for c in _ours(client, f"{LABEL}=1") if _deadline(c) < now or _exited_before(client, c, now)]
+    selector = [f"{LABEL}=1", *([f"{DEPLOYMENT_LABEL}={deployment}"] if deployment else [])]
+    is_running = running or (lambda _job: False)
+
+    def stale(labelled: dict[str, Any], exited: bool = False) -> bool:
+        job = (labelled.get("Labels") or {}).get(JOB_ID_LABEL)
+        if job and is_running(job):
+            return False
+        return bool(deployment and job) or _deadline(labelled) < now or exited
+
+    containers = _ours(client, selector)
+    expired = [c["Id"] for c in containers if stale(c, _exited_before(client, c, now))]
     removed = sum(force_remove(client, container_id) for container_id in expired)
-    for volume in _our_volumes(client, f"{LABEL}=1"):
-        if _deadline(volume) < now:
+    for volume in _our_volumes(client, selector):
+        if stale(volume):
             remove_volume(client, volume["Name"])
-    for network in _our_networks(client, f"{LABEL}=1"):
-        if _deadline(network) < now:
+    for network in _our_networks(client, selector):
+        if stale(network):
             remove_network(client, network["Name"])
     return removed
 
@@ -233,30 +252,34 @@ def remove_run_containers(run_id: str, client: docker.DockerClient | None = None
     return remove_labelled(RUN_ID_LABEL, run_id, client)
 
 
-def remove_labelled(label: str, value: str, client: docker.DockerClient | None = None) -> int:
-    """Force-remove every mini-fix container whose `label` is `value` (e.g. a dead worker's job)."""
+def remove_labelled(
+    label: str, value: str, client: docker.DockerClient | None = None, *, deployment: str | None = None
+) -> int:
+    """Force-remove every mini-fix container whose `label` is `value` (e.g. a dead worker's job), of `deployment`
+    alone when given."""
     client = client or connect()
-    removed = sum(force_remove(client, c["Id"]) for c in _ours(client, f"{label}={value}"))
-    for volume in _our_volumes(client, f"{label}={value}"):
+    selector = [f"{label}={value}", *([f"{DEPLOYMENT_LABEL}={deployment}"] if deployment else [])]
+    removed = sum(force_remove(client, c["Id"]) for c in _ours(client, selector))
+    for volume in _our_volumes(client, selector):
         remove_volume(client, volume["Name"])
-    for network in _our_networks(client, f"{label}={value}"):
+    for network in _our_networks(client, selector):
         remove_network(client, network["Name"])
     return removed
 
 
-def _ours(client: docker.DockerClient, label: str) -> list[dict[str, Any]]:
+def _ours(client: docker.DockerClient, label: str | list[str]) -> list[dict[str, Any]]:
     with translated():
         found: list[dict[str, Any]] = client.api.containers(all=True, filters={"label": label})
     return found
 
 
-def _our_volumes(client: docker.DockerClient, label: str) -> list[dict[str, Any]]:
+def _our_volumes(client: docker.DockerClient, label: str | list[str]) -> list[dict[str, Any]]:
     with translated():
         found: list[dict[str, Any]] = client.api.volumes(filters={"label": label}).get("Volumes") or []
     return found
 
 
-def _our_networks(client: docker.DockerClient, label: str) -> list[dict[str, Any]]:
+def _our_networks(client: docker.DockerClient, label: str | list[str]) -> list[dict[str, Any]]:
     with translated():
         found: list[dict[str, Any]] = client.api.networks(filters={"label": label})
     return found

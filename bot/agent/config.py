@@ -74,9 +74,24 @@ class ModelConfig(BaseModel):
     action_regex: str = ACTION_REGEX
     """Regex (DOTALL) whose single match in a reply is the bash command to run."""
     max_attempts: int = 6
-    """Tries per model call on transient failures (connection, timeout, 429, 5xx)."""
+    """Tries per model call on transient failures (connection, 429, 5xx); a per-call timeout is never retried."""
     retry_wait_seconds: float = 2.0
-    """First wait between tries; it doubles each time, up to a minute."""
+    """First wait between tries; it doubles each time, up to a minute. A server's `Retry-After` wins, within the
+    run's wall time."""
+
+
+NO_DEFAULT_ENDPOINT = ("hosted_vllm/",)
+"""litellm providers with no endpoint of their own: without an api base every call fails, after every retry."""
+
+
+def missing_api_base(model: ModelConfig) -> str | None:
+    """Why the model cannot be reached at all (its provider needs an api base and none is set), or None."""
+    if model.api_base or not model.model_name.startswith(NO_DEFAULT_ENDPOINT):
+        return None
+    return (
+        f"model {model.model_name} has no default endpoint and no api base is set "
+        "(MINIFIX_MODEL_API_BASE or model.api_base)"
+    )
 
 
 class EnvironmentConfig(BaseModel):

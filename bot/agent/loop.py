@@ -22,7 +22,7 @@ from bot.agent.errors import (
     TokenLimitExceeded,
     exit_message,
 )
-from bot.agent.model_base import Model, ModelReply
+from bot.agent.model_base import Model, ModelReply, deadline
 from bot.trajectory import RunStats, TrajectoryWriter
 from sandbox.base import ExecResult, Sandbox
 
@@ -53,6 +53,8 @@ class AgentResult:
     cost: float
     elapsed_seconds: float
     messages: list[dict[str, Any]]
+    detail: str = ""
+    """What the exit message says beyond its status (a model error's text), '' when nothing."""
 
 
 class Agent:
@@ -148,7 +150,8 @@ class Agent:
     def query(self) -> ModelReply:
         """Ask the model for the next reply and count what it cost."""
         self.n_calls += 1
-        reply = self.model.query(self.messages)
+        with deadline(self.seconds_left()):
+            reply = self.model.query(self.messages)
         self.cost += reply.cost
         self.prompt_tokens += reply.prompt_tokens
         self.completion_tokens += reply.completion_tokens
@@ -241,6 +244,11 @@ class Agent:
             format_error,
         )
 
+    def seconds_left(self) -> float | None:
+        """Seconds left of the wall-time budget; None when there is none."""
+        limit = self.config.agent.wall_time_limit_seconds
+        return limit - self.elapsed() if limit > 0 else None
+
     def elapsed(self) -> float:
         """Seconds since the run started."""
         return self.clock() - self.started
@@ -267,9 +275,11 @@ class Agent:
 
     def result(self) -> AgentResult:
         """The run's outcome, from the exit message."""
-        extra = self.messages[-1].get("extra", {})
+        last = self.messages[-1]
+        extra = last.get("extra", {})
+        status, content = extra.get("exit_status", ""), str(last.get("content") or "")
         return AgentResult(
-            extra.get("exit_status", ""),
+            status,
             extra.get("submission", ""),
             self.n_calls,
             self.prompt_tokens,
@@ -277,4 +287,5 @@ class Agent:
             self.cost,
             self.elapsed(),
             self.messages,
+            "" if extra.get("submission") or content == status else content,
         )

@@ -4,14 +4,17 @@ from __future__ import annotations
 
 import functools
 import os
+import time
+from collections.abc import Callable
 from types import ModuleType
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 import structlog
-from tenacity import RetryCallState, Retrying, retry_if_exception_type, stop_after_attempt, wait_exponential
+from tenacity import RetryCallState, Retrying, retry_if_exception_type
 
 from bot import metrics
-from bot.agent.config import ModelConfig
+from bot.agent.config import ModelConfig, missing_api_base
 from bot.agent.errors import (
     ContextWindowExceeded,
     ModelAuthError,
@@ -22,6 +25,7 @@ from bot.agent.errors import (
     ModelUnavailable,
 )
 from bot.agent.model_base import ModelReply
+from bot.agent.retry import RetryPolicy
 
 log = structlog.get_logger(__name__)
 
@@ -59,10 +63,13 @@ def import_litellm() -> ModuleType:
 class LitellmModel:
     """A `Model` backed by `litellm.completion`: transient failures retried, the rest become ModelErrors."""
 
-    def __init__(self, config: ModelConfig, *, api_key: str | None = None) -> None:
+    def __init__(
+        self, config: ModelConfig, *, api_key: str | None = None, sleep: Callable[[float], None] = time.sleep
+    ) -> None:
         self.config = config
         self.name = config.model_name
         self._api_key = api_key
+        self._sleep = sleep
         self._litellm = import_litellm()
         self._transient = tuple(getattr(self._litellm.exceptions, n) for n in TRANSIENT)
         self._permanent = tuple((getattr(self._litellm.exceptions, n), e) for n, e in PERMANENT)
@@ -84,14 +91,16 @@ class LitellmModel:
         )
 
     def _complete(self, messages: list[dict[str, Any]]) -> Any:
+        if problem := missing_api_base(self.config):  # every try would fail the same way: say so at once
+            raise ModelUnavailable(problem)
+        policy = RetryPolicy(self.config.max_attempts, self.config.retry_wait_seconds)
         try:
-            for attempt in self._retrying():
+            for attempt in self._retrying(policy):
                 with attempt:
                     return self._litellm.completion(**self._request(messages))
         except self._transient as e:
-            where = self.config.api_base or "litellm's default endpoint"
             raise ModelUnavailable(
-                f"model {self.name} at {where} unreachable after {self.config.max_attempts} tries: {e}"
+                f"model {self.name} at {self._where()} unreachable {policy.gave_up}; last error: {_short(e)}"
             ) from e
         except Exception as e:
             ours = self._translate(e)
@@ -109,24 +118,43 @@ class LitellmModel:
             request["api_key"] = self._api_key
         return request
 
-    def _retrying(self) -> Retrying:
+    def _retrying(self, policy: RetryPolicy) -> Retrying:
         return Retrying(
-            stop=stop_after_attempt(self.config.max_attempts),
-            wait=wait_exponential(multiplier=self.config.retry_wait_seconds, max=60),
+            stop=policy.stop,
+            wait=policy.wait,
             retry=retry_if_exception_type(self._transient),
+            sleep=self._sleep,
             before_sleep=self._log_retry,
             reraise=True,
         )
 
     def _log_retry(self, state: RetryCallState) -> None:
         error = state.outcome.exception() if state.outcome else None
-        log.warning("model_retry", model=self.name, attempt=state.attempt_number, error=str(error)[:300])
+        log.warning(
+            "model_retry", model=self.name, attempt=state.attempt_number, wait=state.upcoming_sleep, error=_short(error)
+        )
 
     def _translate(self, error: Exception) -> ModelError | None:
         for litellm_type, ours in self._permanent:
             if isinstance(error, litellm_type):
-                return ours(f"model {self.name}: {error}")
+                return ours(self._timed_out() if ours is ModelTimeout else f"model {self.name}: {_short(error)}")
         return None
+
+    def _timed_out(self) -> str:
+        """What a per-call timeout means: which timeout, and that the call was not tried again."""
+        seconds = self.config.model_kwargs.get("timeout") or self._litellm.request_timeout
+        return (
+            f"model {self.name} at {self._where()} gave no answer within the per-call timeout of {seconds} s "
+            "(model.model_kwargs.timeout); not retried, as the same prompt would be as slow again"
+        )
+
+    def _where(self) -> str:
+        """The api base as errors show it: comments and the ledger get it, so never its user or password."""
+        if not self.config.api_base:
+            return "litellm's default endpoint (no api base set)"
+        parts = urlsplit(self.config.api_base)
+        host = parts.netloc.rpartition("@")[2]
+        return urlunsplit(parts._replace(netloc=host))
 
     def _cost(self, response: Any) -> float:
         """Dollar cost when litellm knows a price; self-hosted models have none (asked once)."""
@@ -141,3 +169,9 @@ class LitellmModel:
             if not self._has_price:
                 log.info("model_has_no_price", model=self.name, detail="cost budget will not apply")
         return cost
+
+
+def _short(error: BaseException | None, limit: int = 300) -> str:
+    """An error's text, on one line and capped (a server's error page can be long)."""
+    text = " ".join(str(error).split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"

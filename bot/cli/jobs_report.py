@@ -3,16 +3,29 @@
 from __future__ import annotations
 
 import json
+import os
+import sys
 from datetime import datetime
 from typing import Any
 
-from bot.jobs import Job
+from bot.jobs import Job, JobStatus
 from bot.ledger import open_ledger
 from bot.ledger.pr_outcomes import describe, pull_of, retry_counts
 from bot.settings import Settings
 
 COLUMNS = ("id", "repo", "issue", "kind", "status", "attempts", "created", "updated", "pr", "outcome")
 Outcomes = dict[tuple[str, int], dict[str, Any]]
+ERROR_WIDTH = 70  # a job's error in the table: its first line, cut (the whole text is in --json)
+# How a job without an error or a PR event ended (or where it is), so no row reads "-".
+ENDINGS = {
+    JobStatus.QUEUED: "waiting for a worker",
+    JobStatus.RUNNING: "running",
+    JobStatus.SUCCEEDED: "succeeded",
+    JobStatus.FAILED: "failed",
+    JobStatus.CANCELLED: "cancelled",
+    JobStatus.DENIED: "denied: the requester cannot write",
+    JobStatus.SUPERSEDED: "superseded by a newer trigger",
+}
 
 
 def _when(value: datetime | None) -> str:
@@ -33,22 +46,43 @@ def job_row(job: Job, outcomes: Outcomes | None = None, retries: int = 0) -> dic
         "created": _when(job.created_at),
         "updated": _when(job.updated_at),
         "pr": job.pr_url or "-",
-        "outcome": describe(outcome, retries),
+        "outcome": ending(job, outcome, retries),
         "pr_outcome": outcome,
         "retries": retries,
         "error": job.error,
     }
 
 
+def ending(job: Job, pr_outcome: dict[str, Any] | None, retries: int = 0) -> str:
+    """What became of the job: its PR's fate when GitHub told us, else its error, else its status in words."""
+    if pr_outcome:
+        return describe(pr_outcome, retries)
+    if job.error:
+        text = job.error
+    elif job.status == JobStatus.SUCCEEDED and job.pr_url:
+        text = "pull request open"
+    else:
+        text = ENDINGS.get(JobStatus(job.status), str(job.status))
+    return ", ".join([text, *([describe(None, retries)] if retries else [])])
+
+
 def format_table(jobs: list[Job], outcomes: Outcomes | None = None) -> str:
     """A fixed-width table, newest first as the ledger lists them."""
     retries = retry_counts(jobs)
     shown = [job_row(job, outcomes, retries.get((job.repo, job.issue), 0)) for job in jobs]
-    rows = [[str(row[col]) for col in COLUMNS] for row in shown]
+    rows = [[_cell(col, row[col]) for col in COLUMNS] for row in shown]
     widths = [max([len(col), *(len(row[i]) for row in rows)]) for i, col in enumerate(COLUMNS)]
     lines = ["  ".join(col.upper().ljust(w) for col, w in zip(COLUMNS, widths, strict=True))]
     lines += ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)) for row in rows]
     return "\n".join(line.rstrip() for line in lines)
+
+
+def _cell(column: str, value: object) -> str:
+    text = str(value)
+    if column != "outcome":
+        return text
+    line = " ".join(text.split())  # an error may span lines: one line per job in the table
+    return line if len(line) <= ERROR_WIDTH else line[: ERROR_WIDTH - 1] + "…"
 
 
 def print_jobs(settings: Settings, *, as_json: bool, limit: int) -> int:
@@ -59,10 +93,15 @@ def print_jobs(settings: Settings, *, as_json: bool, limit: int) -> int:
         outcomes = ledger.pr_outcomes()
     finally:
         ledger.close()
-    if as_json:
-        retries = retry_counts(jobs)
-        for job in jobs:
-            print(json.dumps(job_row(job, outcomes, retries.get((job.repo, job.issue), 0))))
-    else:
-        print(format_table(jobs, outcomes) if jobs else "no jobs yet")
+    try:
+        if as_json:
+            retries = retry_counts(jobs)
+            for job in jobs:
+                print(json.dumps(job_row(job, outcomes, retries.get((job.repo, job.issue), 0))))
+        else:
+            print(format_table(jobs, outcomes) if jobs else "no jobs yet")
+        sys.stdout.flush()
+    except BrokenPipeError:  # `mini-fix jobs | head`: the reader has all it wanted
+        # Python flushes stdout again at exit and would report the closed pipe: point it at /dev/null first.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     return 0

@@ -15,7 +15,7 @@ from typing import Any
 import yaml
 
 from bot import metrics
-from bot.agent.config import DEFAULT_CONFIG_PATH, MiniFixAgentConfig, ModelConfig, load_config
+from bot.agent.config import DEFAULT_CONFIG_PATH, MiniFixAgentConfig, ModelConfig, load_config, missing_api_base
 from bot.agent.loop import StepEvent
 from bot.pipeline.admit import deployment_sandbox
 from bot.pipeline.attempts import Attempt, AttemptPlan, started
@@ -135,6 +135,9 @@ def run_local(request: LocalRunRequest, settings: Settings) -> int:
     output = request.output or Path("out") / run_id
     config = agent_config(request, settings)
     model = model_config(config, request, settings)
+    if problem := missing_api_base(model):
+        print(f"mini-fix: {problem}: pass --api-base http://HOST:8000/v1", file=sys.stderr)
+        return 2
     count, note = attempt_count(request, settings)
     if note:
         print(f"mini-fix: note: {note}", file=sys.stderr)

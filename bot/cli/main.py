@@ -91,6 +91,7 @@ def _worker(settings: Settings, args: argparse.Namespace) -> int:
         from bot import metrics
 
         metrics.serve(args.metrics_port)
+        metrics.watch_data_dir(settings.data_dir)
     stop = threading.Event()
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: stop.set())

@@ -205,7 +205,8 @@ def take_change(sandbox: Sandbox, checkout: Path, dest: Path, *, max_bytes: int,
 def require_submission(result: AgentResult) -> None:
     """Raise the run's outcome unless the agent submitted."""
     if result.exit_status != SUBMITTED:
-        raise RunFailed(exit_for(result.exit_status).outcome, result.exit_status)
+        detail = f"{result.exit_status}: {result.detail}" if result.detail else result.exit_status
+        raise RunFailed(exit_for(result.exit_status).outcome, detail)
 
 
 SETUP_TIMEOUT = 1800  # seconds for each setup command (installs can be slow)

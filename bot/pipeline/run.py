@@ -128,7 +128,7 @@ def _run(
     if note := followup.run_note(job):
         run["followup"] = note
     count = attempts_for(config, deps.settings)
-    status = StatusComment(gh, number, run, deps.clock, attempts=count)
+    status = StatusComment(gh, number, run, deps.clock, attempts=count, job_id=job.id)
     status.token_budget = deps.settings.max_tokens if count > 1 else 0
     state = RunState(job, gh, number, run, status, agent, model_config, cancel, config=config, count=count)
     state.status.start()

@@ -10,6 +10,7 @@ import structlog
 
 from bot.github.gateway import GitHubError, GitHubGateway
 from bot.jobs import RunInfo
+from bot.pipeline.feedback import STATUS_MARKER
 from bot.render import OutcomeText, render
 
 MIN_EDIT_INTERVAL = 5.0  # seconds between progress edits: GitHub's secondary rate limits dislike bursts
@@ -24,10 +25,17 @@ class StatusComment:
     rows, the throttle and the edit in flight consistent."""
 
     def __init__(
-        self, gh: GitHubGateway, issue: int, run: RunInfo, clock: Callable[[], float], *, attempts: int = 1
+        self,
+        gh: GitHubGateway,
+        issue: int,
+        run: RunInfo,
+        clock: Callable[[], float],
+        *,
+        attempts: int = 1,
+        job_id: str = "",
     ) -> None:
         self.gh, self.issue, self.run, self.clock = gh, issue, run, clock
-        self.attempts = attempts
+        self.attempts, self.job_id = attempts, job_id  # with a job id, an earlier run's comment is taken over
         self.token_budget = 0  # the job's tokens over all attempts (0: not shown)
         self.comment_id: int | None = None
         self._rows: dict[int, dict[str, Any]] = {}
@@ -36,11 +44,33 @@ class StatusComment:
         self._in_flight: threading.Thread | None = None  # a progress edit: off the agent's critical path
 
     def start(self) -> None:
-        """Post the comment that says the run has started."""
-        self.comment_id = self.gh.create_comment(
-            self.issue, render("status_comment.md", phase="starting", run=self.run, attempts=self.attempts)
-        )
+        """Post the comment that says the run has started, or take over the one an earlier run of this job left."""
+        # Looked up on every run: a shutdown gives its attempt back, so the ledger's count cannot tell a resumed run.
+        self.comment_id = self._earlier() if self.job_id else None
+        body = self._render(phase="starting", resumed=self.comment_id is not None)
+        if self.comment_id is None:
+            self.comment_id = self.gh.create_comment(self.issue, body)
+        else:
+            self._edit(body)
         self._last_edit = self.clock()
+
+    def _earlier(self) -> int | None:
+        """The latest status comment of this job on the issue (its worker was stopped or died), by its markers."""
+        marker = job_marker(self.job_id)
+        try:
+            comments = self.gh.list_comments(self.issue)
+        except GitHubError as exc:
+            log.warning("status_comment_lookup_failed", error=str(exc))
+            return None
+        # Only the App's own comments: anyone can paste the markers into a comment of theirs.
+        ours = [c.id for c in comments if c.author.endswith("[bot]") and STATUS_MARKER in c.body and marker in c.body]
+        return max(ours, default=None)
+
+    def _render(self, **values: Any) -> str:
+        return render("status_comment.md", run=self.run, attempts=self.attempts, job_marker=self._marker(), **values)
+
+    def _marker(self) -> str:
+        return job_marker(self.job_id) if self.job_id else ""
 
     def progress(
         self, *, step: int, limit: int, command: str | None, tokens: int, elapsed: float, attempt: int = 1
@@ -69,22 +99,13 @@ class StatusComment:
         self._last_edit = now
         rows = [self._rows[k] for k in sorted(self._rows)]
         total = sum(int(r["tokens"]) for r in rows)
-        body = render(
-            "status_comment.md",
-            phase="running",
-            run=self.run,
-            progress=rows,
-            attempts=self.attempts,
-            total={"tokens": total, "budget": self.token_budget},
-        )
+        body = self._render(phase="running", progress=rows, total={"tokens": total, "budget": self.token_budget})
         self._in_flight = threading.Thread(target=self._edit, args=(body,), name="status-edit", daemon=True)
         self._in_flight.start()
 
     def finish(self, outcome: OutcomeText, links: dict[str, str | None]) -> None:
         """Show the outcome, with links to the PR and the trajectory when there are any."""
-        body = render(
-            "status_comment.md", phase="done", run=self.run, outcome=outcome, links=links, attempts=self.attempts
-        )
+        body = self._render(phase="done", outcome=outcome, links=links)
         with self._lock:
             self._last_edit = float("inf")  # no progress edit may follow the outcome
             in_flight = self._in_flight
@@ -112,3 +133,8 @@ class StatusComment:
             self.gh.update_comment(self.comment_id, body)
         except GitHubError as exc:
             log.warning("status_comment_edit_failed", error=str(exc))
+
+
+def job_marker(job_id: str) -> str:
+    """The hidden line that ties a status comment to its job, so a resumed run edits it instead of posting another."""
+    return f"<!-- mini-fix:job {job_id} -->"

@@ -12,6 +12,7 @@ from typing import Any
 
 import structlog
 
+from bot import metrics
 from bot.jobs import Outcome
 from bot.pipeline import exits
 from bot.pipeline.attempts import Attempt
@@ -81,7 +82,12 @@ def record_verdicts(
             verdicts["dropped_tests"] = asdict(candidate.dropped)
         if candidate.refused:
             verdicts["refused"] = candidate.refused
-        text = annotate(run.trajectory, redact(verdicts, secrets))
+        try:
+            text = annotate(run.trajectory, redact(verdicts, secrets))
+        except OSError:  # the App's own disk is full or failing: the verdicts are in the PR, the change goes on
+            metrics.TRAJECTORY_WRITE_FAILURES.inc()
+            log.warning("trajectory verdicts not written", run_id=candidate.run_id, exc_info=True)
+            continue
         if mirror is not None:
             try:
                 mirror(candidate.run_id, text)

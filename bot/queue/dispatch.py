@@ -18,12 +18,14 @@ from collections.abc import Callable
 
 import structlog
 from huey import Huey, SqliteHuey
+from huey.api import Task
 from huey.storage import SqliteStorage
 
 from bot.settings import Settings
 
 log = structlog.get_logger(__name__)
 TASK_NAME = "mini_fix.run_job"
+DROPPED = Task()  # what `_dequeue` returns for an entry it took off the queue unread
 
 
 class JobQueue:
@@ -91,8 +93,22 @@ class JobQueue:
         self._wake.set()
 
     def pending_ids(self) -> set[str]:
-        """Job ids waiting in the queue."""
-        return {str(task.args[0]) for task in self.huey.pending() if task.name == TASK_NAME and task.args}
+        """Job ids waiting in the queue (entries it cannot read are skipped: `run_next` drops them)."""
+        ids = set()
+        for data in self.huey.storage.enqueued_items():
+            task = self._readable(data)
+            if task is not None and task.name == TASK_NAME and task.args:
+                ids.add(str(task.args[0]))
+        return ids
+
+    def _readable(self, data: bytes) -> Task | None:
+        """The task in a queue entry, or None for one of an older layout or another task (huey would log a
+        traceback for each, at every read)."""
+        try:
+            task: Task = self.huey.deserialize_task(data)
+        except Exception:
+            return None
+        return task
 
     def depth(self) -> int:
         """How many job ids wait in the queue."""
@@ -100,16 +116,29 @@ class JobQueue:
 
     def run_next(self, wait: float) -> bool:
         """Run the next job id through huey (which calls the bound handler); wait up to `wait` s for one."""
-        task = self.huey.dequeue()  # PostgresHuey blocks here on LISTEN for up to its read timeout
+        task = self._dequeue()  # PostgresHuey blocks here on LISTEN for up to its read timeout
         if task is None and self._local:
             self._wake.clear()
-            task = self.huey.dequeue()  # one more look, so an enqueue racing the clear is not missed
+            task = self._dequeue()  # one more look, so an enqueue racing the clear is not missed
             if task is None:
                 self._wake.wait(wait)
         if task is None:
             return False
-        self.huey.execute(task)
+        if task is not DROPPED:
+            self.huey.execute(task)
         return True
+
+    def _dequeue(self) -> Task | None:
+        """The next task; an entry it cannot read (an older layout, a task renamed by an upgrade) is taken off the
+        queue with one warning line and returned as DROPPED: the ledger's reconciler dispatches its job again."""
+        data = self.huey.storage.dequeue()
+        if data is None:
+            return None
+        task = self._readable(data)
+        if task is None or task.name != TASK_NAME:
+            log.warning("queue_entry_dropped", reason="not a job id this version can read", size=len(data))
+            return DROPPED
+        return task
 
     def close(self) -> None:
         """Finish pending dispatches and close the storage."""

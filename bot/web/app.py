@@ -87,6 +87,7 @@ def create_app(
     trajectories = open_trajectories(settings)  # PostgreSQL when scaled out: every worker's runs, from any replica
     register_viewer(app, settings, ledger, trajectories)
     metrics.watch_queue(queue.depth)
+    metrics.watch_data_dir(settings.data_dir)
     metrics.watch_pr_outcomes(ClosedPrSource(ledger, trajectories))
     return app
 

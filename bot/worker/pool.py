@@ -19,6 +19,7 @@ from bot.ledger.contract import Ledger
 from bot.queue.dispatch import JobQueue, build_queue
 from bot.settings import Settings
 from bot.worker.control_lane import ControlLane
+from bot.worker.health import ChoreHealth
 
 Runner = Callable[[Job, threading.Event], JobOutcome]
 GaveUp = Callable[[Job], None]
@@ -117,13 +118,11 @@ class Worker:
                 self._stopping.wait(POLL_SECONDS)
 
     def _reconcile_loop(self) -> None:
+        reconciling, sweeping = ChoreHealth("reconcile"), ChoreHealth("housekeeping")
         while not self._stopping.is_set():
-            try:
-                self.reconcile()
-                if self.housekeeping is not None:
-                    self.housekeeping()
-            except Exception:
-                log.exception("reconcile failed")
+            reconciling.run(self.reconcile)
+            if self.housekeeping is not None:  # apart: a dead sandbox engine must not stop the reconciler
+                sweeping.run(self.housekeeping)
             self._stopping.wait(RECONCILE_EVERY)
 
     def run_job(self, job_id: str) -> JobStatus | None:

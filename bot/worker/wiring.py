@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
+from functools import partial
 
 import structlog
 
@@ -15,8 +16,9 @@ from bot import metrics
 from bot.agent.config import ModelConfig
 from bot.agent.model_base import Model
 from bot.github.gateway import GitHubGateway
-from bot.jobs import Job, JobOutcome
+from bot.jobs import Job, JobOutcome, JobStatus
 from bot.ledger import open_ledger
+from bot.ledger.contract import Ledger
 from bot.pipeline.admit import RememberLabel
 from bot.pipeline.capacity import SandboxSlots
 from bot.pipeline.control import StopRuns
@@ -44,7 +46,7 @@ def wire_worker(settings: Settings) -> Worker:
         settings, github, stop_runs=ledger.cancel, remember_label=ledger.remember_label, issue_jobs=ledger.issue_jobs
     )
     worker = build_worker(settings, runner, on_gave_up=gave_up_notifier(github), ledger=ledger)
-    worker.housekeeping = sweep_sandboxes
+    worker.housekeeping = partial(sweep_sandboxes, settings.deployment_name, ledger)
     worker.warm_ups.append(import_job_modules)
     if settings.create_labels:
         worker.chores.append(LabelKeeper(settings, ledger, github).run)
@@ -67,11 +69,10 @@ def build_runner(
     def sandbox_for(job: Job) -> Callable[[SandboxConfig, str], Sandbox]:
         def start(config: SandboxConfig, run_id: str) -> Sandbox:
             from sandbox.docker import DockerSandbox
-            from sandbox.engine import JOB_ID_LABEL
+            from sandbox.engine import DEPLOYMENT_LABEL, JOB_ID_LABEL
 
-            return DockerSandbox.start(
-                config, run_id, labels={JOB_ID_LABEL: job.id}, on_exec=metrics.SANDBOX_EXEC_SECONDS.observe
-            )
+            labels = {JOB_ID_LABEL: job.id, DEPLOYMENT_LABEL: settings.deployment_name}
+            return DockerSandbox.start(config, run_id, labels=labels, on_exec=metrics.SANDBOX_EXEC_SECONDS.observe)
 
         return start
 
@@ -86,7 +87,7 @@ def build_runner(
 
     def runner(job: Job, cancel: threading.Event) -> JobOutcome:
         if job.attempts > 1:
-            remove_stale_containers(job)
+            remove_stale_containers(job, settings.deployment_name)
         deps = PipelineDeps(
             settings,
             github,
@@ -109,13 +110,13 @@ def sandbox_limit(settings: Settings) -> int:
     return settings.max_sandboxes or max(1, settings.workers) * max(1, settings.agent_attempts)
 
 
-def remove_stale_containers(job: Job) -> None:
+def remove_stale_containers(job: Job, deployment: str) -> None:
     """A dead worker's container for this job would hold its memory until the deadline: remove it now."""
     from sandbox.base import SandboxError
     from sandbox.engine import JOB_ID_LABEL, remove_labelled
 
     try:
-        removed = remove_labelled(JOB_ID_LABEL, job.id)
+        removed = remove_labelled(JOB_ID_LABEL, job.id, deployment=deployment)
     except SandboxError as exc:
         log.warning("stale_container_cleanup_failed", job_id=job.id, error=str(exc))
         return
@@ -131,9 +132,19 @@ def import_job_modules() -> None:
     import_litellm()
 
 
-def sweep_sandboxes() -> None:
-    """Remove sandbox containers past their deadline (left by crashed workers on this engine)."""
+def sweep_sandboxes(deployment: str, ledger: Ledger) -> None:
+    """Remove this deployment's sandboxes whose job is not running in the ledger (left by crashed workers)."""
     from sandbox.docker import sweep
 
-    if removed := sweep():
-        log.info("expired_sandboxes_removed", count=removed)
+    if removed := sweep(deployment=deployment, running=partial(job_running, ledger)):
+        log.info("stale_sandboxes_removed", count=removed, deployment=deployment)
+
+
+def job_running(ledger: Ledger, job_id: str) -> bool:
+    """Whether the ledger has `job_id` running; True when it cannot say (a sandbox is never removed on a guess)."""
+    try:
+        job = ledger.get(job_id)
+    except Exception:
+        log.warning("sweep_ledger_read_failed", job_id=job_id, exc_info=True)
+        return True
+    return job is not None and job.status == JobStatus.RUNNING

@@ -11,6 +11,7 @@ import subprocess
 import sys
 import threading
 import time
+import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -20,7 +21,7 @@ import pytest
 
 from tests.support.app_process import AppProcess
 from tests.support.fake_github import FakeGitHub, throwaway_key
-from tests.support.model_server import ScriptedModelServer, bash_reply
+from tests.support.model_server import Refusal, ScriptedModelServer, bash_reply
 from tests.support.webhooks import deliver, installation_created, labeled, pr_comment
 
 pytestmark = [pytest.mark.docker, pytest.mark.e2e]
@@ -82,8 +83,10 @@ def jobs(data_dir: Path, env: dict[str, str]) -> list[dict[str, Any]]:
     return [json.loads(line) for line in out.splitlines()]
 
 
-def sandbox_containers() -> set[str]:
-    return {c.id for c in docker.from_env().containers.list(all=True, filters={"label": "mini-fix"})}
+def sandbox_containers(deployment: str) -> set[str]:
+    """This test App's sandboxes alone: the engine is shared with other runs, whose containers are not ours."""
+    labels = ["mini-fix", f"mini-fix.deployment={deployment}"]
+    return {c.id for c in docker.from_env().containers.list(all=True, filters={"label": labels})}
 
 
 def remove_containers(ids: set[str]) -> None:
@@ -148,15 +151,16 @@ def test_killed_worker_job_is_recovered_and_completes_once(github: FakeGitHub, t
         return FIX[0]  # type: ignore[return-value]
 
     data = tmp_path / "data"
-    before = sandbox_containers()
+    deployment = f"test-{uuid.uuid4().hex[:10]}"
+    before = sandbox_containers(deployment)
     with ScriptedModelServer([first_step, *FIX[1:]], by_turn=True) as model:
-        env = app_env(github, model, data, MINIFIX_LEASE_SECONDS="4")
+        env = app_env(github, model, data, MINIFIX_LEASE_SECONDS="4", MINIFIX_DEPLOYMENT=deployment)
         first = AppProcess(env, tmp_path / "first.log").start()
         try:
             deliver(f"{first.url}/webhook", "issues", labeled(REPO, issue, sender="alice"), SECRET)
             wait_for(first_request.is_set, 120, "the first model request", first.log)
             first.kill()  # SIGKILL: no cleanup, the lease is left to expire
-            orphans = sandbox_containers() - before  # the dead worker's container, left for the sweeper
+            orphans = sandbox_containers(deployment) - before  # the dead worker's container, left for the sweeper
         finally:
             release.set()
             first.kill()
@@ -164,14 +168,17 @@ def test_killed_worker_job_is_recovered_and_completes_once(github: FakeGitHub, t
         try:
             pr = wait_for(lambda: github.pulls, 240, "a pull request after recovery", second.log)[0]
             rows = wait_for(lambda: [j for j in jobs(data, env) if j["status"] == "succeeded"], 60, "done", second.log)
-            left_over = orphans & sandbox_containers()
+            left_over = orphans & sandbox_containers(deployment)
         finally:
             second.stop()
-            remove_containers(orphans & sandbox_containers())
+            remove_containers(orphans & sandbox_containers(deployment))
     assert orphans and not left_over  # the recovering worker removed the dead worker's container
     assert len(github.pulls) == 1 and pr["head"]["ref"] == f"mini-fix/issue-{issue}"
     assert len(rows) == 1 and rows[0]["attempts"] == 2
     assert len(jobs(data, env)) == 1
+    # One status comment: the recovered run took over the one the killed worker left at "working".
+    statuses = [c["body"] for c in github.comments_on(REPO, issue) if "<!-- mini-fix:status -->" in c["body"]]
+    assert len(statuses) == 1 and "opened a pull request" in statuses[0], statuses
 
 
 def test_retry_on_the_pr_carries_guidance_and_updates_the_same_pr(github: FakeGitHub, tmp_path: Path) -> None:
@@ -229,3 +236,20 @@ def test_org_config_renames_the_label_and_limits_the_steps(github: FakeGitHub, t
     assert len(model.requests) == 2  # the org's step limit, not agent.yaml's 50
     assert any("budget" in c["body"] and "LimitsExceeded" in c["body"] for c in github.comments_on(REPO, issue))
     assert github.pulls == []
+
+
+def test_a_rate_limited_model_is_waited_out_and_the_job_opens_its_pr(github: FakeGitHub, tmp_path: Path) -> None:
+    issue = github.add_issue(REPO, "add() subtracts", "add(2, 3) returns -1", author="alice")
+    busy = Refusal(429, {"Retry-After": "1"}, "vLLM is busy")
+    with ScriptedModelServer([busy, FIX[0], Refusal(503, {"Retry-After": "1"}), *FIX[1:]]) as model:
+        app = AppProcess(app_env(github, model, tmp_path / "data"), tmp_path / "app.log").start()
+        try:
+            deliver(f"{app.url}/webhook", "issues", labeled(REPO, issue, sender="alice"), SECRET)
+            pr = wait_for(lambda: github.pulls, 240, "a pull request", app.log)[0]
+            wait_for(lambda: jobs(tmp_path / "data", app.env)[0]["status"] == "succeeded", 60, "job done", app.log)
+            log = app.log()
+        finally:
+            app.stop()
+    assert pr["head"]["ref"] == f"mini-fix/issue-{issue}" and len(model.requests) == 5
+    retries = [json.loads(line) for line in log.splitlines() if '"model_retry"' in line]
+    assert [r["wait"] for r in retries] == [1.0, 1.0]  # the server's Retry-After, not our 2 s and 4 s

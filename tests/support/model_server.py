@@ -6,14 +6,26 @@ It speaks the real `/v1/chat/completions` protocol (what vLLM serves), answers f
 
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-Reply = str | Callable[[Any], str]  # given the messages, or the whole body with `with_body`
+
+@dataclass(frozen=True)
+class Refusal:
+    """An HTTP error the server answers instead of a reply (a 429 with `Retry-After`, a 503, ...)."""
+
+    status: int
+    headers: dict[str, str] = field(default_factory=dict)
+    message: str = "refused by the script"
+
+
+Reply = str | Callable[[Any], str] | Refusal  # a callable is given the messages, or the whole body with `with_body`
 
 
 class ScriptedModelServer:
@@ -65,7 +77,7 @@ class ScriptedModelServer:
     def __exit__(self, *exc: object) -> None:
         self.stop()
 
-    def next_reply(self, body: dict[str, Any], peer: str = "") -> tuple[int, dict[str, Any]]:
+    def next_reply(self, body: dict[str, Any], peer: str = "") -> tuple[int, dict[str, Any], dict[str, str]]:
         with self._lock:
             index = len(self.requests)
             self.requests.append(body)
@@ -76,28 +88,40 @@ class ScriptedModelServer:
         if self.by_turn or self.by_temperature:
             index = sum(1 for m in body["messages"] if m.get("role") == "assistant")
         if index >= len(replies):
-            return 400, {
-                "error": {
-                    "message": f"script exhausted after {len(replies)} replies",
-                    "type": "invalid_request_error",
-                }
-            }
+            return (
+                400,
+                {
+                    "error": {
+                        "message": f"script exhausted after {len(replies)} replies",
+                        "type": "invalid_request_error",
+                    }
+                },
+                {},
+            )
         reply = replies[index]
+        if isinstance(reply, Refusal):
+            return reply.status, {"error": {"message": reply.message, "code": reply.status}}, reply.headers
         content = reply(body if self.with_body else body["messages"]) if callable(reply) else reply
         prompt_tokens = sum(len(str(m.get("content", ""))) // 4 + 1 for m in body["messages"])
         completion_tokens = len(content) // 4 + 1
-        return 200, {
-            "id": f"chatcmpl-{index}",
-            "object": "chat.completion",
-            "created": int(time.time()),
-            "model": body.get("model", self.model),
-            "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": content}}],
-            "usage": {
-                "prompt_tokens": prompt_tokens,
-                "completion_tokens": completion_tokens,
-                "total_tokens": prompt_tokens + completion_tokens,
+        return (
+            200,
+            {
+                "id": f"chatcmpl-{index}",
+                "object": "chat.completion",
+                "created": int(time.time()),
+                "model": body.get("model", self.model),
+                "choices": [
+                    {"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": content}}
+                ],
+                "usage": {
+                    "prompt_tokens": prompt_tokens,
+                    "completion_tokens": completion_tokens,
+                    "total_tokens": prompt_tokens + completion_tokens,
+                },
             },
-        }
+            {},
+        )
 
     def _handler(self) -> type[BaseHTTPRequestHandler]:
         server = self
@@ -106,9 +130,11 @@ class ScriptedModelServer:
             def log_message(self, *args: Any) -> None:  # keep test output quiet
                 pass
 
-            def _send(self, status: int, payload: dict[str, Any]) -> None:
+            def _send(self, status: int, payload: dict[str, Any], headers: dict[str, str] | None = None) -> None:
                 data = json.dumps(payload).encode()
                 self.send_response(status)
+                for name, value in (headers or {}).items():
+                    self.send_header(name, value)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(data)))
                 self.end_headers()
@@ -126,9 +152,11 @@ class ScriptedModelServer:
                     return
                 length = int(self.headers.get("Content-Length", 0))
                 body = json.loads(self.rfile.read(length) or b"{}")
+                answer = server.next_reply(body, self.client_address[0])  # recorded on arrival, answered late
                 if server.delay:
                     time.sleep(server.delay)
-                self._send(*server.next_reply(body, self.client_address[0]))
+                with contextlib.suppress(BrokenPipeError):  # the client gave up waiting (a per-call timeout)
+                    self._send(*answer)
 
         return Handler
 

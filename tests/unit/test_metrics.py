@@ -99,3 +99,10 @@ def test_a_worker_serves_its_own_metrics_port() -> None:
         text = response.read().decode()
     assert "minifix_jobs_running" in text and "minifix_job_queue_wait_seconds_bucket" in text
     assert _parser().parse_args(["worker", "--metrics-port", str(port)]).metrics_port == port
+
+
+def test_metrics_show_the_data_dirs_free_bytes(client: TestClient, settings: Settings) -> None:
+    import shutil
+
+    free = scrape(client)["minifix_data_dir_free_bytes", ()]
+    assert free > 0 and abs(free - shutil.disk_usage(settings.data_dir).free) < 512 * 1024**2

@@ -183,7 +183,8 @@ def test_unreachable_model_ends_with_a_comment(github: FakeGitHub, tmp_path: Pat
     world = World(github, tmp_path, [ModelUnavailable("connection refused")])
     outcome = world.run()
     assert outcome.status == JobStatus.FAILED and outcome.error and outcome.error.startswith("model_unavailable")
-    assert "could not be reached" in world.issue_comments()[-1]
+    assert outcome.error == "model_unavailable: ModelUnavailable: connection refused"  # the cause, not only the class
+    assert "could not be reached" in world.issue_comments()[-1] and "connection refused" in world.issue_comments()[-1]
     assert list(world.workdir.iterdir()) == [] and world.sandboxes[0].closed
 
 
@@ -238,3 +239,37 @@ def test_retry_from_a_pr_finds_its_issue(github: FakeGitHub, tmp_path: Path) -> 
     outcome = world.run(kind=JobKind.RETRY, issue=pr, comment_id=comment, extra={"on_pull_request": True})
     assert outcome.status == JobStatus.SUCCEEDED and len(github.pulls) == 1
     assert any(r["comment_id"] == comment and r["content"] == "eyes" for r in github.reactions)
+
+
+def test_a_job_resumed_after_a_shutdown_edits_its_one_status_comment(github: FakeGitHub, tmp_path: Path) -> None:
+    cancel = CancelSignal()
+    cancel.cancel(SHUTDOWN_REASON)
+    world = World(github, tmp_path, [FIX, bash(SUBMIT)])
+    assert world.run(cancel=cancel, attempts=1).status == JobStatus.QUEUED
+    [paused] = github.comments_on(REPO, world.issue)
+    assert "paused" in paused["body"] and "<!-- mini-fix:job job1 -->" in paused["body"]
+    outcome = world.run(attempts=1)  # the same job claimed again: a shutdown gave its attempt back
+    assert outcome.status == JobStatus.SUCCEEDED, outcome.error
+    [status] = github.comments_on(REPO, world.issue)
+    assert status["id"] == paused["id"] and "opened a pull request" in status["body"]
+    assert "paused" not in status["body"] and "working" not in status["body"]
+
+
+def test_a_new_job_posts_its_own_status_comment(github: FakeGitHub, tmp_path: Path) -> None:
+    world = World(github, tmp_path, [FIX, bash(SUBMIT), bash("echo '# v2' >> calc.py"), bash(SUBMIT)])
+    world.run()
+    world.run(id="job2", kind=JobKind.RETRY)  # another job on the same issue: its own comment, the first kept
+    statuses = [c["body"] for c in github.comments_on(REPO, world.issue) if "mini-fix:status" in c["body"]]
+    assert len(statuses) == 2 and "mini-fix:job job1" in statuses[0] and "mini-fix:job job2" in statuses[1]
+
+
+def test_a_resumed_job_takes_over_only_its_own_bots_comment(github: FakeGitHub, tmp_path: Path) -> None:
+    world = World(github, tmp_path, [FIX, bash(SUBMIT)])
+    frozen = "working, step 4 of 50\n<!-- mini-fix:status -->\n<!-- mini-fix:job job1 -->"
+    github.add_comment(REPO, world.issue, frozen, "mallory")  # a person pasting the markers is not the App
+    github.add_comment(REPO, world.issue, frozen.replace("job1", "job0"), "mini-fix-test[bot]")  # another job's
+    mine = github.add_comment(REPO, world.issue, frozen, "mini-fix-test[bot]")  # a worker SIGKILLed mid-run
+    assert world.run(attempts=3).status == JobStatus.SUCCEEDED
+    bodies = {c["id"]: c["body"] for c in github.comments_on(REPO, world.issue)}
+    assert len(bodies) == 3 and "opened a pull request" in bodies[mine]
+    assert sum("opened a pull request" in b for b in bodies.values()) == 1
