@@ -8,14 +8,11 @@ import sys
 import tempfile
 import threading
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
-
-import yaml
 
 from bot import metrics
-from bot.agent.config import DEFAULT_CONFIG_PATH, MiniFixAgentConfig, ModelConfig, load_config
+from bot.agent.config import DEFAULT_CONFIG_PATH, MiniFixAgentConfig, ModelConfig, load_config, load_specs
 from bot.agent.loop import StepEvent
 from bot.pipeline.admit import deployment_sandbox
 from bot.pipeline.attempts import Attempt, AttemptPlan, started
@@ -41,7 +38,7 @@ class LocalRunRequest:
 
     repo: Path
     task: str
-    config: Path | None = None
+    config: list[str] = field(default_factory=list)  # --config specs, in order (files or key.path=value)
     model: str | None = None
     api_base: str | None = None
     image: str | None = None
@@ -50,11 +47,11 @@ class LocalRunRequest:
 
 
 def agent_config(request: LocalRunRequest, settings: Settings) -> MiniFixAgentConfig:
-    """Our defaults, the --config file laid over them, then the command-line flags."""
-    overrides: dict[str, Any] = {}
-    if request.config is not None:
-        overrides = yaml.safe_load(request.config.read_text(encoding="utf-8")) or {}
-    config = load_config(settings.agent_config or DEFAULT_CONFIG_PATH, overrides)
+    """mini-swe-agent's `-c`: the --config specs merged in order replace our default; without any, the default."""
+    if request.config:
+        config = load_specs([str(spec) for spec in request.config])
+    else:
+        config = load_config(settings.agent_config or DEFAULT_CONFIG_PATH)
     for warning in config.warnings:
         print(f"warning: config key ignored: {warning}", file=sys.stderr)
     return config

@@ -10,7 +10,11 @@ from pathlib import Path
 
 import pytest
 
+from bot.agent.config import DEFAULT_CONFIG_PATH
 from tests.support.model_server import ScriptedModelServer, bash_reply
+
+# --config replaces our default (mini-swe-agent's -c), so an overlay file is layered on it by naming both.
+OUR_CONFIG = ("--config", str(DEFAULT_CONFIG_PATH))
 
 pytestmark = [pytest.mark.docker, pytest.mark.e2e]
 
@@ -92,7 +96,7 @@ def test_run_fixes_the_bug_and_the_patch_applies(buggy_repo: Path, tmp_path: Pat
 def test_run_reports_an_unreachable_model(buggy_repo: Path, tmp_path: Path) -> None:
     config = tmp_path / "fast-retries.yaml"
     config.write_text("model:\n  max_attempts: 2\n  retry_wait_seconds: 0.1\n")
-    result = _mini_fix_run(buggy_repo, tmp_path / "out", "http://127.0.0.1:9/v1", "--config", str(config))
+    result = _mini_fix_run(buggy_repo, tmp_path / "out", "http://127.0.0.1:9/v1", *OUR_CONFIG, "--config", str(config))
     assert result.returncode != 0
     assert "127.0.0.1:9" in result.stdout + result.stderr
     assert (tmp_path / "out" / "trajectory.json").exists()
@@ -103,7 +107,7 @@ def test_run_stops_at_the_step_limit(buggy_repo: Path, tmp_path: Path) -> None:
     config.write_text("agent:\n  step_limit: 2\n")
     replies = [bash_reply("ls"), bash_reply("ls -a"), bash_reply("ls -la")]
     with ScriptedModelServer(replies) as model:
-        result = _mini_fix_run(buggy_repo, tmp_path / "out", model.api_base, "--config", str(config))
+        result = _mini_fix_run(buggy_repo, tmp_path / "out", model.api_base, *OUR_CONFIG, "--config", str(config))
     assert result.returncode != 0
     assert "LimitsExceeded" in result.stdout + result.stderr
     assert len(model.requests) == 2

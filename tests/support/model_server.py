@@ -13,7 +13,10 @@ from collections.abc import Callable, Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-Reply = str | Callable[[Any], str]  # given the messages, or the whole body with `with_body`
+# A reply: the assistant's text, a message dict (`content`, `tool_calls`, `reasoning_content`, and the choice's
+# `finish_reason` and `usage` fields to report), or a callable returning either, given the messages (or the whole
+# body with `with_body`).
+Reply = str | dict[str, Any] | Callable[[Any], Any]
 
 
 class ScriptedModelServer:
@@ -83,20 +86,24 @@ class ScriptedModelServer:
                 }
             }
         reply = replies[index]
-        content = reply(body if self.with_body else body["messages"]) if callable(reply) else reply
+        answer = reply(body if self.with_body else body["messages"]) if callable(reply) else reply
+        message = {"content": answer} if isinstance(answer, str) else dict(answer)
+        finish_reason = message.pop("finish_reason", "tool_calls" if message.get("tool_calls") else "stop")
         prompt_tokens = sum(len(str(m.get("content", ""))) // 4 + 1 for m in body["messages"])
-        completion_tokens = len(content) // 4 + 1
+        completion_tokens = len(answer if isinstance(answer, str) else json.dumps(message)) // 4 + 1
+        usage = {
+            "prompt_tokens": prompt_tokens,
+            "completion_tokens": completion_tokens,
+            "total_tokens": prompt_tokens + completion_tokens,
+            **message.pop("usage", {}),
+        }
         return 200, {
             "id": f"chatcmpl-{index}",
             "object": "chat.completion",
             "created": int(time.time()),
             "model": body.get("model", self.model),
-            "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": content}}],
-            "usage": {
-                "prompt_tokens": prompt_tokens,
-                "completion_tokens": completion_tokens,
-                "total_tokens": prompt_tokens + completion_tokens,
-            },
+            "choices": [{"index": 0, "finish_reason": finish_reason, "message": {"role": "assistant", **message}}],
+            "usage": usage,
         }
 
     def _handler(self) -> type[BaseHTTPRequestHandler]:
@@ -136,3 +143,12 @@ class ScriptedModelServer:
 def bash_reply(command: str, thought: str = "Next step.") -> str:
     """An assistant reply in the text-based format: a thought and one fenced command."""
     return f"THOUGHT: {thought}\n\n```mswea_bash_command\n{command}\n```"
+
+
+def tool_call_reply(*commands: str, content: str | None = None, **fields: Any) -> dict[str, Any]:
+    """An assistant message calling the `bash` tool once per command (ids call_0, call_1, ...), as vLLM sends it."""
+    calls = [
+        {"id": f"call_{i}", "type": "function", "function": {"name": "bash", "arguments": json.dumps({"command": c})}}
+        for i, c in enumerate(commands)
+    ]
+    return {"content": content, "tool_calls": calls, **fields}
