@@ -124,6 +124,8 @@ class MiniFixAgentConfig(BaseModel):
     """The sandbox."""
     warnings: list[str] = Field(default_factory=list, exclude=True)
     """Keys the loader ignored, and why (shown to operators, never fatal)."""
+    profile: str = Field(default="", exclude=True)
+    """The profile this config is (a shipped name such as `text` or `toolcall`, else the files it came from)."""
 
 
 SECTIONS: dict[str, type[BaseModel]] = {
@@ -226,7 +228,8 @@ def _move_legacy_keys(config: dict[str, Any], warnings: list[str]) -> None:
 def load_config(path: Path | None = None, overrides: dict[str, Any] | None = None) -> MiniFixAgentConfig:
     """Load a config file (default: prompts/agent.yaml), lay `overrides` over it, report ignored keys."""
     path = path or DEFAULT_CONFIG_PATH
-    return config_from_dict(deep_merge(read_yaml(path), overrides or {}), source=str(path))
+    config = config_from_dict(deep_merge(read_yaml(path), overrides or {}), source=str(path))
+    return config.model_copy(update={"profile": shown_name(path)})
 
 
 def load_specs(specs: list[str]) -> MiniFixAgentConfig:
@@ -234,7 +237,14 @@ def load_specs(specs: list[str]) -> MiniFixAgentConfig:
     merged: dict[str, Any] = {}
     for spec in specs:
         merged = deep_merge(merged, spec_to_dict(spec))
-    return config_from_dict(merged, source=" ".join(specs))
+    files = [shown_name(Path(spec)) for spec in specs if "=" not in spec]
+    config = config_from_dict(merged, source=" ".join(specs))
+    return config.model_copy(update={"profile": "+".join(files) or "custom"})
+
+
+def shown_name(path: Path) -> str:
+    """How a config file is named in comments and trajectories: `text` for ours, else the file's stem."""
+    return "text" if path.resolve() == DEFAULT_CONFIG_PATH.resolve() else path.stem
 
 
 def spec_to_dict(spec: str) -> dict[str, Any]:

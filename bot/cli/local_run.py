@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from bot import metrics
+from bot.agent import profiles
 from bot.agent.config import DEFAULT_CONFIG_PATH, MiniFixAgentConfig, ModelConfig, load_config, load_specs
 from bot.agent.loop import StepEvent
 from bot.pipeline.admit import deployment_sandbox
@@ -47,11 +48,14 @@ class LocalRunRequest:
 
 
 def agent_config(request: LocalRunRequest, settings: Settings) -> MiniFixAgentConfig:
-    """mini-swe-agent's `-c`: the --config specs merged in order replace our default; without any, the default."""
+    """mini-swe-agent's `-c`: the --config specs merged in order replace our default; without any, the model's
+    profile (MINIFIX_MODEL_PROFILES), else the default."""
     if request.config:
         config = load_specs([str(spec) for spec in request.config])
     else:
-        config = load_config(settings.agent_config or DEFAULT_CONFIG_PATH)
+        default = load_config(settings.agent_config or DEFAULT_CONFIG_PATH)
+        name = request.model or default.model.model_name or settings.model
+        config = profiles.resolve(name, settings.model_profiles, default)
     for warning in config.warnings:
         print(f"warning: config key ignored: {warning}", file=sys.stderr)
     return config
@@ -132,7 +136,8 @@ def run_local(request: LocalRunRequest, settings: Settings) -> int:
     count, note = attempt_count(request, settings)
     if note:
         print(f"mini-fix: note: {note}", file=sys.stderr)
-    print(f"run {run_id}: model {model.model_name} at {model.api_base or 'default endpoint'}; output {output}")
+    where = model.api_base or "default endpoint"
+    print(f"run {run_id}: model {model.model_name} at {where}, profile {config.profile}; output {output}")
     if count > 1:
         print(f"{count} attempts in parallel; each one's files go in {output}/{run_id}-<k>/")
     stop = threading.Event()
@@ -198,7 +203,7 @@ def _attempt_plan(
         networked=False,
         max_export_bytes=settings.max_export_bytes,
         trajectory_path=lambda rid: output / "trajectory.json" if rid == run_id else output / rid / "trajectory.json",
-        meta={"repo": str(request.repo.resolve())},
+        meta={"repo": str(request.repo.resolve()), "profile": config.profile},
         budget=JobBudget(tokens=settings.max_tokens, seconds=settings.max_wall_time, cancel=stop),
         on_step=lambda k, event: print_step(event, attempt=k if count > 1 else None),
         on_end=lambda k, how: print(f"attempt {k}: {how}", flush=True) if count > 1 else None,
