@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import subprocess
@@ -11,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from bot.agent.config import DEFAULT_CONFIG_PATH
-from tests.support.model_server import ScriptedModelServer, bash_reply
+from tests.support.model_server import ScriptedModelServer, bash_reply, tool_call_reply
 
 # --config replaces our default (mini-swe-agent's -c), so an overlay file is layered on it by naming both.
 OUR_CONFIG = ("--config", str(DEFAULT_CONFIG_PATH))
@@ -134,3 +135,25 @@ def test_run_with_attempts_keeps_the_one_the_checkouts_tests_favour(buggy_repo: 
     table = (out / "attempts.md").read_text()
     assert ":x: failed" in table and "**yes**" in table.splitlines()[-1]
     assert sorted({r["temperature"] for r in model.requests}) == [0.0, 0.7]
+
+
+def test_run_with_upstreams_tool_call_config_runs_every_call(buggy_repo: Path, tmp_path: Path) -> None:
+    spec = importlib.util.find_spec("minisweagent")
+    assert spec is not None and spec.origin is not None
+    mini = Path(spec.origin).parent / "config" / "mini.yaml"  # mini-swe-agent 2.4.6's default, as shipped
+    replies = [
+        tool_call_reply("cat calc.py", "sed -i 's/a - b/a + b/' calc.py", content="Read it, then fix it."),
+        tool_call_reply("echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"),
+    ]
+    out = tmp_path / "out"
+    with ScriptedModelServer(replies) as model:
+        result = _mini_fix_run(buggy_repo, out, model.api_base, "--config", str(mini), "-c", "agent.step_limit=5")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "profile mini" in result.stdout
+    assert [r["tools"][0]["function"]["name"] for r in model.requests] == ["bash", "bash"]
+    answered = model.requests[1]["messages"][-2:]  # both calls ran, in order, each answered by its tool message
+    assert [(m["role"], m["tool_call_id"]) for m in answered] == [("tool", "call_0"), ("tool", "call_1")]
+    assert "return a - b" in answered[0]["content"]
+    assert "+    return a + b" in (out / "patch.diff").read_text()
+    trajectory = json.loads((out / "trajectory.json").read_text())
+    assert trajectory["info"]["exit_status"] == "Submitted" and trajectory["mini_fix"]["profile"] == "mini"
