@@ -187,7 +187,9 @@ class Agent:
         if not self.config.agent.first_action_only or self.config.model.action_regex != ACTION_REGEX:
             return reply
         cut = first_of_several(reply.content)
-        return reply if cut is None else replace(reply, content=cut)
+        if cut is None:
+            return reply
+        return replace(reply, content=cut, message=reply.as_message() | {"content": cut})
 
     def parse_action(self, reply: ModelReply) -> str:
         """The reply's one command; zero or several raise FormatError (the reply itself is not kept)."""

@@ -71,3 +71,17 @@ def test_reasoning_is_kept_in_extra_and_its_tokens_count_against_the_limit() -> 
     kept = agent.messages[2]["extra"]
     assert kept["reasoning_content"] == "Long thought"
     assert kept["usage"]["completion_tokens_details"] == {"reasoning_tokens": 850}
+
+
+def test_first_action_only_cuts_the_message_the_server_sent_too() -> None:
+    content = bash("echo one") + "\n" + bash("echo two")
+    sent = {"role": "assistant", "content": content, "reasoning_content": "Two commands"}
+    model = ScriptedModel([ModelReply(content, finish_reason="stop", message=sent), bash(SUBMIT)])
+    agent = Agent(model, FakeSandbox(), load_specs([str(DEFAULT_CONFIG_PATH)]))
+    agent.run("Fix the parser")
+    assert model.requests[1][2] == {
+        "role": "assistant",
+        "content": bash("echo one"),
+        "reasoning_content": "Two commands",
+    }
+    assert agent.messages[2]["extra"]["model_response"] == content
