@@ -128,8 +128,8 @@ class Agent:
         """Every call of the reply in order, then one `tool` message per call (upstream's LitellmModel)."""
         try:
             actions = parse_tool_calls(reply, format_error_template=self.config.model.format_error_template)
-        except FormatError as e:
-            e.messages[0]["extra"] |= self.reply_extra(reply, [])
+        except FormatError as e:  # the reply leaves the history, as upstream's; the trajectory keeps what it said
+            e.messages[0]["extra"] |= self.reply_extra(reply, []) | {"model_response": reply.as_message()}
             raise
         self.add(reply.as_message() | {"extra": self.reply_extra(reply, [a.command for a in actions], actions)})
         observations = [self.tool_observation(action) for action in actions]

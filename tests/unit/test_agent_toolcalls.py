@@ -85,3 +85,12 @@ def test_first_action_only_cuts_the_message_the_server_sent_too() -> None:
         "reasoning_content": "Two commands",
     }
     assert agent.messages[2]["extra"]["model_response"] == content
+
+
+def test_a_reply_without_a_usable_call_is_kept_in_the_format_errors_extra() -> None:
+    said = ModelReply(
+        "I would run ls.", finish_reason="stop", message={"role": "assistant", "content": "I would run ls."}
+    )
+    agent, _, _ = run([said, tool_reply(SUBMIT)], "model.format_error_template={{error}}")
+    error = next(m for m in agent.messages if m.get("extra", {}).get("interrupt_type") == "FormatError")
+    assert error["extra"]["model_response"] == {"role": "assistant", "content": "I would run ls."}
