@@ -34,6 +34,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from bot.agent.config import DEFAULT_CONFIG_PATH  # noqa: E402
 from tests.support.buggy_repos import REPOS, BuggyRepo, build, resolved  # noqa: E402
 
 
@@ -89,8 +90,8 @@ def run_once(
         config = work / "overlay.yaml"
         config.write_text(yaml.safe_dump(overlay(args, temperature, seed)))
         env = {**os.environ, "MINIFIX_DATA_DIR": str(work / "data"), "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
-        if agent_config != "default":
-            env["MINIFIX_AGENT_CONFIG"] = str(Path(agent_config).resolve())
+        # --config replaces our default (mini-swe-agent's -c): name the base config, then the overlay.
+        base_config = DEFAULT_CONFIG_PATH if agent_config == "default" else Path(agent_config).resolve()
         command = [
             sys.executable,
             "-m",
@@ -104,6 +105,8 @@ def run_once(
             f"hosted_vllm/{args.alias}",
             "--api-base",
             base,
+            "--config",
+            str(base_config),
             "--config",
             str(config),
             "--output",

@@ -147,6 +147,7 @@ class RunInfo(TypedDict):
 
     run_id: str
     model: str
+    profile: NotRequired[str]  # the agent profile the model ran with (bot/agent/profiles.py)
     requester: str
     retry: bool
     exit_status: str

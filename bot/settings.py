@@ -76,6 +76,10 @@ class Settings(BaseSettings):
     """Bearer token protecting /runs and operator pages."""
     agent_config: Path | None = None
     """Agent config YAML; default prompts/agent.yaml."""
+    model_profiles: str = ""
+    """Model name globs → agent profile, `glob=profile` comma-separated, first match wins (e.g.
+    `hosted_vllm/qwen2.5-coder-1.5b*=text,hosted_vllm/*=toolcall`); a profile is `text`, `toolcall` or a YAML
+    path; a model no glob matches runs with MINIFIX_AGENT_CONFIG (default prompts/agent.yaml)."""
     log_format: str = "auto"
     """auto (JSON unless on a terminal), json or console."""
     log_level: str = "INFO"
@@ -181,6 +185,15 @@ class Settings(BaseSettings):
     def _split_commas(cls, value: object) -> object:
         if isinstance(value, str):
             return [part.strip() for part in value.split(",") if part.strip()]
+        return value
+
+    @field_validator("model_profiles")
+    @classmethod
+    def _profiles_exist(cls, value: str) -> str:
+        from bot.agent.profiles import parse_table, profile_path  # the agent's config only, no litellm
+
+        for _pattern, profile in parse_table(value):
+            profile_path(profile)
         return value
 
     @model_validator(mode="after")

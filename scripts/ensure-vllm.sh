@@ -71,13 +71,14 @@ launch() {
     mkdir -p "$(dirname "$LOG_FILE")"
     # The key goes in through the environment, so it is not in the process list; setsid gives the server
     # its own process group (its engine core is a child), and bash writes its own PID before exec-ing it.
+    # The tool-call flags serve tool calls for the tool-call profile (Qwen2.5's template writes hermes-style calls).
     VLLM_API_KEY="$(api_key)" VLLM_CPU_KVCACHE_SPACE="${MINIFIX_VLLM_KVCACHE_GB:-1}" \
         VLLM_CPU_OMP_THREADS_BIND="${VLLM_CPU_OMP_THREADS_BIND:-nobind}" HF_HUB_OFFLINE=1 \
         setsid bash -c 'echo $$ >"$0"; exec "$@"' "$PID_FILE" \
         "$VENV/bin/python" -m vllm.entrypoints.openai.api_server \
         --host "$HOST" --port "$PORT" --model "$MODEL_DIR" --served-model-name "$SERVED" \
         --max-model-len "$MAX_LEN" --block-size "$BLOCK_SIZE" --enforce-eager --enable-prefix-caching \
-        --dtype bfloat16 --generation-config vllm \
+        --dtype bfloat16 --generation-config vllm --enable-auto-tool-choice --tool-call-parser hermes \
         >"$LOG_FILE" 2>&1 </dev/null 9>&- &  # 9>&-: the server must not hold the start lock
     for _ in $(seq 1 50); do [[ -s "$PID_FILE" ]] && return; sleep 0.2; done
     log "the server did not start; the end of its log:"; tail -n 30 "$LOG_FILE" >&2; return 1

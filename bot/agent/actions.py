@@ -29,7 +29,14 @@ def _compile(template: str) -> Template:
     return compiled
 
 
-def parse_action(content: str, *, action_regex: str, format_error_template: str, finish_reason: str | None) -> str:
+def parse_action(
+    content: str,
+    *,
+    action_regex: str,
+    format_error_template: str,
+    finish_reason: str | None,
+    reasoning_cut_off: bool = False,
+) -> str:
     """The reply's one command; zero or several raise FormatError with the message to send instead."""
     if action_regex == ACTION_REGEX:  # the default: the same matches in linear time (a hostile reply cannot stall us)
         actions = find_actions(content)
@@ -38,7 +45,8 @@ def parse_action(content: str, *, action_regex: str, format_error_template: str,
     if len(actions) == 1:
         return str(actions[0])
     error = f"Expected exactly 1 action, found {len(actions)}."  # mini-swe-agent's wording, seen by the model
-    message = render(format_error_template, actions=actions, error=error, finish_reason=finish_reason)
+    variables = {"finish_reason": finish_reason, "reasoning_cut_off": reasoning_cut_off}
+    message = render(format_error_template, actions=actions, error=error, **variables)
     raise FormatError(
         {
             "role": "user",

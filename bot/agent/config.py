@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +16,7 @@ DEFAULT_CONFIG_PATH = Path(__file__).resolve().parents[2] / "prompts" / "agent.y
 """Our default config, `prompts/agent.yaml` at the repository root."""
 
 ACTION_REGEX = r"```mswea_bash_command\s*\n(.*?)\n```"
+TEXT_FENCE = "```mswea_bash_command"
 
 log = structlog.get_logger(__name__)
 
@@ -58,6 +60,9 @@ class ModelConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid", protected_namespaces=())
 
+    model_class: str = ""
+    """mini-swe-agent's model class: `litellm` (tool calls) or `litellm_textbased` (fenced text). A file without
+    it gets one when loaded: text when written for the text format, else tool calls (upstream's default class)."""
     model_name: str = ""
     """litellm model name, e.g. `hosted_vllm/<served-model>`; empty = the deployment's MINIFIX_MODEL."""
     api_base: str | None = None
@@ -78,6 +83,11 @@ class ModelConfig(BaseModel):
     retry_wait_seconds: float = 2.0
     """First wait between tries; it doubles each time, up to a minute. A server's `Retry-After` wins, within the
     run's wall time."""
+
+    @property
+    def tool_calls(self) -> bool:
+        """Actions come as `bash` tool calls (upstream's `LitellmModel`), not as fenced text."""
+        return bool(self.model_class) and "textbased" not in self.model_class.lower()
 
 
 NO_DEFAULT_ENDPOINT = ("hosted_vllm/",)
@@ -129,6 +139,8 @@ class MiniFixAgentConfig(BaseModel):
     """The sandbox."""
     warnings: list[str] = Field(default_factory=list, exclude=True)
     """Keys the loader ignored, and why (shown to operators, never fatal)."""
+    profile: str = Field(default="", exclude=True)
+    """The profile this config is (a shipped name such as `text` or `toolcall`, else the files it came from)."""
 
 
 SECTIONS: dict[str, type[BaseModel]] = {
@@ -148,7 +160,6 @@ LEGACY_AGENT_KEYS = {
 IGNORED_KEYS = {
     "agent": {"mode", "whitelist_actions", "confirm_exit", "output_path", "agent_class"},
     "model": {
-        "model_class",
         "litellm_model_registry",
         "set_cache_control",
         "cost_tracking",
@@ -190,6 +201,7 @@ def normalise(raw: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
         else:
             warnings.append(f"{key}: unknown section, ignored")
     _move_legacy_keys(result, warnings)
+    _infer_model_class(result)
     for name, model in SECTIONS.items():
         section = result.get(name, {})
         for key in list(section):
@@ -204,6 +216,16 @@ def _why_ignored(section: str, key: str) -> str:
     if key in IGNORED_KEYS[section]:
         return "mini-swe-agent setting, ignored by mini-fix"
     return "unknown key, ignored"
+
+
+def _infer_model_class(config: dict[str, Any]) -> None:
+    """Without a `model.model_class`: text when the config is written for fenced actions, else upstream's default."""
+    model = config.setdefault("model", {})
+    if model.get("model_class"):
+        return
+    templates = [v for section in config.values() if isinstance(section, dict) for v in section.values()]
+    text = "action_regex" in model or any(isinstance(t, str) and TEXT_FENCE in t for t in templates)
+    model["model_class"] = "litellm_textbased" if text else "litellm"
 
 
 def _move_legacy_keys(config: dict[str, Any], warnings: list[str]) -> None:
@@ -221,8 +243,53 @@ def _move_legacy_keys(config: dict[str, Any], warnings: list[str]) -> None:
 def load_config(path: Path | None = None, overrides: dict[str, Any] | None = None) -> MiniFixAgentConfig:
     """Load a config file (default: prompts/agent.yaml), lay `overrides` over it, report ignored keys."""
     path = path or DEFAULT_CONFIG_PATH
+    config = config_from_dict(deep_merge(read_yaml(path), overrides or {}), source=str(path))
+    return config.model_copy(update={"profile": shown_name(path)})
+
+
+def load_specs(specs: list[str]) -> MiniFixAgentConfig:
+    """mini-swe-agent 2.x's `-c`: each spec a YAML file or a `key.path=value` pair, merged in order."""
+    merged: dict[str, Any] = {}
+    for spec in specs:
+        merged = deep_merge(merged, spec_to_dict(spec))
+    files = [shown_name(Path(spec)) for spec in specs if "=" not in spec]
+    config = config_from_dict(merged, source=" ".join(specs))
+    return config.model_copy(update={"profile": "+".join(files) or "custom"})
+
+
+def shown_name(path: Path) -> str:
+    """How a config file is named in comments and trajectories: `text` for ours, else the file's stem."""
+    return "text" if path.resolve() == DEFAULT_CONFIG_PATH.resolve() else path.stem
+
+
+def spec_to_dict(spec: str) -> dict[str, Any]:
+    """One `-c` spec as a dict: `a.b=value` (the value read as JSON when it parses) or a YAML file's content."""
+    if "=" not in spec:
+        return read_yaml(Path(spec))
+    key, text = spec.split("=", 1)
+    keys = key.split(".")
+    if any(not k for k in keys):
+        raise ValueError(f"invalid config spec {spec!r}: empty key")
+    try:
+        value: Any = json.loads(text)
+    except json.JSONDecodeError:
+        value = text
+    for name in reversed(keys):
+        value = {name: value}
+    return dict(value)
+
+
+def read_yaml(path: Path) -> dict[str, Any]:
+    """A config file's top-level mapping (an empty file is an empty config)."""
     raw = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-    cleaned, warnings = normalise(deep_merge(raw, overrides or {}))
+    if not isinstance(raw, dict):
+        raise ValueError(f"{path}: an agent config must be a YAML mapping")
+    return raw
+
+
+def config_from_dict(raw: dict[str, Any], *, source: str) -> MiniFixAgentConfig:
+    """Validate a merged config, logging each key it ignores."""
+    cleaned, warnings = normalise(raw)
     for warning in warnings:
-        log.warning("agent_config_key_ignored", path=str(path), detail=warning)
+        log.warning("agent_config_key_ignored", path=source, detail=warning)
     return MiniFixAgentConfig.model_validate({**cleaned, "warnings": warnings})

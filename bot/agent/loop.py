@@ -23,6 +23,7 @@ from bot.agent.errors import (
     exit_message,
 )
 from bot.agent.model_base import Model, ModelReply, deadline
+from bot.agent.toolcalls import ToolAction, parse_tool_calls, reasoning_cut_off, tool_message
 from bot.trajectory import RunStats, TrajectoryWriter
 from sandbox.base import ExecResult, Sandbox
 
@@ -111,20 +112,47 @@ class Agent:
         return self.result()
 
     def step(self) -> None:
-        """One model call and, when the reply holds one action, its execution."""
+        """One model call and the execution of what it asks for."""
         self.check_limits()
         raw = self.query()
+        if self.config.model.tool_calls:
+            self.run_tool_calls(raw)
+            return
         reply = self.first_action_only(raw)
         command = self.parse_action(reply)
         extra = self.reply_extra(reply, [command]) | ({"model_response": raw.content} if reply is not raw else {})
-        self.add({"role": "assistant", "content": reply.content, "extra": extra})
+        self.add(reply.as_message() | {"extra": extra})
         self.refuse_repeated_failure(command)
+        result = self.execute(command)
+        self.add(self.observation(command, result))
+
+    def run_tool_calls(self, reply: ModelReply) -> None:
+        """Every call of the reply in order, then one `tool` message per call (upstream's LitellmModel)."""
+        try:
+            actions = parse_tool_calls(reply, format_error_template=self.config.model.format_error_template)
+        except FormatError as e:  # the reply leaves the history, as upstream's; the trajectory keeps what it said
+            e.messages[0]["extra"] |= self.reply_extra(reply, []) | {"model_response": reply.as_message()}
+            raise
+        self.add(reply.as_message() | {"extra": self.reply_extra(reply, [a.command for a in actions], actions)})
+        observations = [self.tool_observation(action) for action in actions]
+        self.add(*(tool_message(a, o) for a, o in zip(actions, observations, strict=True)))
+
+    def tool_observation(self, action: ToolAction) -> dict[str, Any]:
+        """One call's observation: run (a submission ends the run here, later calls unrun), or the guard's refusal."""
+        try:
+            self.refuse_repeated_failure(action.command)
+        except RepeatedFailure as e:
+            return e.messages[0]
+        return self.observation(action.command, self.execute(action.command))
+
+    def execute(self, command: str) -> ExecResult:
+        """Run one command, count its failure, and end the run if it submitted."""
         result = self.sandbox.execute(command)
         self.event = self.step_event(command, result.returncode)
         if result.returncode != 0:
             self.failures[command] = self.failures.get(command, 0) + 1
         check_submitted(result)
-        self.add(self.observation(command, result))
+        return result
 
     def refuse_repeated_failure(self, command: str) -> None:
         """Raise RepeatedFailure instead of running a command that already failed too often (when enabled)."""
@@ -162,7 +190,9 @@ class Agent:
         if not self.config.agent.first_action_only or self.config.model.action_regex != ACTION_REGEX:
             return reply
         cut = first_of_several(reply.content)
-        return reply if cut is None else replace(reply, content=cut)
+        if cut is None:
+            return reply
+        return replace(reply, content=cut, message=reply.as_message() | {"content": cut})
 
     def parse_action(self, reply: ModelReply) -> str:
         """The reply's one command; zero or several raise FormatError (the reply itself is not kept)."""
@@ -172,6 +202,7 @@ class Agent:
                 action_regex=self.config.model.action_regex,
                 format_error_template=self.config.model.format_error_template,
                 finish_reason=reply.finish_reason,
+                reasoning_cut_off=reasoning_cut_off(reply),
             )
         except FormatError as e:
             e.messages[0]["extra"] |= self.reply_extra(reply, [])
@@ -221,15 +252,23 @@ class Agent:
         """Append to the history; nothing earlier is ever changed."""
         self.messages.extend(messages)
 
-    def reply_extra(self, reply: ModelReply, actions: list[str]) -> dict[str, Any]:
-        """What we keep about a reply besides its text (never sent to the model)."""
-        return {
-            "actions": [{"command": a} for a in actions],
+    def reply_extra(
+        self, reply: ModelReply, actions: list[str], calls: list[ToolAction] | None = None
+    ) -> dict[str, Any]:
+        """What we keep about a reply besides its message (never sent to the model)."""
+        ids = [c.tool_call_id for c in calls] if calls else [None] * len(actions)
+        extra: dict[str, Any] = {
+            "actions": [{"command": a} | ({"tool_call_id": i} if i else {}) for a, i in zip(actions, ids, strict=True)],
             "cost": reply.cost,
             "usage": {"prompt_tokens": reply.prompt_tokens, "completion_tokens": reply.completion_tokens},
             "finish_reason": reply.finish_reason,
             "timestamp": time.time(),
         }
+        if reply.reasoning_tokens:
+            extra["usage"]["completion_tokens_details"] = {"reasoning_tokens": reply.reasoning_tokens}
+        if reply.reasoning_content:
+            extra["reasoning_content"] = reply.reasoning_content
+        return extra
 
     def step_event(self, command: str | None, rc: int | None, format_error: bool = False) -> StepEvent:
         """A progress report for the step just taken."""

@@ -24,8 +24,9 @@ from bot.agent.errors import (
     ModelTimeout,
     ModelUnavailable,
 )
-from bot.agent.model_base import ModelReply
+from bot.agent.model_base import ModelReply, ToolCall
 from bot.agent.retry import RetryPolicy
+from bot.agent.toolcalls import BASH_TOOL
 
 log = structlog.get_logger(__name__)
 
@@ -76,19 +77,13 @@ class LitellmModel:
         self._has_price: bool | None = None
 
     def query(self, messages: list[dict[str, Any]]) -> ModelReply:
-        """Send the history (role and content only) and return the reply with its token counts and cost."""
+        """Send the history (every key but our `extra`, as upstream) and return the reply with its counts and cost."""
         with metrics.MODEL_SECONDS.time():
-            response = self._complete([{"role": m["role"], "content": m["content"]} for m in messages])
-        choice = response.choices[0]
+            response = self._complete([{k: v for k, v in m.items() if k != "extra"} for m in messages])
         usage = getattr(response, "usage", None)
-        metrics.count_tokens(getattr(usage, "prompt_tokens", 0) or 0, getattr(usage, "completion_tokens", 0) or 0)
-        return ModelReply(
-            content=choice.message.content or "",
-            prompt_tokens=getattr(usage, "prompt_tokens", 0) or 0,
-            completion_tokens=getattr(usage, "completion_tokens", 0) or 0,
-            cost=self._cost(response),
-            finish_reason=choice.finish_reason,
-        )
+        prompt, completion, reasoning = token_counts(usage)
+        metrics.count_tokens(prompt, completion)
+        return reply_from(response, prompt, completion, reasoning, self._cost(response))
 
     def _complete(self, messages: list[dict[str, Any]]) -> Any:
         if problem := missing_api_base(self.config):  # every try would fail the same way: say so at once
@@ -111,6 +106,8 @@ class LitellmModel:
 
     def _request(self, messages: list[dict[str, Any]]) -> dict[str, Any]:
         request: dict[str, Any] = {**self.config.model_kwargs, "model": self.name, "messages": messages}
+        if self.config.tool_calls:
+            request["tools"] = [BASH_TOOL]
         request |= {"num_retries": 0, "max_retries": 0}  # retries live in exactly one layer: ours
         if self.config.api_base:
             request["api_base"] = self.config.api_base
@@ -175,3 +172,33 @@ def _short(error: BaseException | None, limit: int = 300) -> str:
     """An error's text, on one line and capped (a server's error page can be long)."""
     text = " ".join(str(error).split())
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def token_counts(usage: Any) -> tuple[int, int, int]:
+    """Prompt, completion and reasoning tokens; completion includes reasoning (OpenAI's and vLLM's usage), unless
+    the server reported reasoning apart (more reasoning than completion tokens), then the two are added."""
+    prompt = getattr(usage, "prompt_tokens", 0) or 0
+    completion = getattr(usage, "completion_tokens", 0) or 0
+    details = getattr(usage, "completion_tokens_details", None)
+    reasoning = getattr(details, "reasoning_tokens", 0) or 0
+    return prompt, completion + reasoning if reasoning > completion else completion, reasoning
+
+
+def reply_from(response: Any, prompt: int, completion: int, reasoning: int, cost: float) -> ModelReply:
+    """litellm's response as our reply: the message kept as the server sent it, its calls and reasoning read."""
+    choice = response.choices[0]
+    message = choice.message
+    calls = tuple(
+        ToolCall(str(c.id), str(c.function.name), str(c.function.arguments)) for c in (message.tool_calls or [])
+    )
+    return ModelReply(
+        content=message.content or "",
+        prompt_tokens=prompt,
+        completion_tokens=completion,
+        cost=cost,
+        finish_reason=choice.finish_reason,
+        tool_calls=calls,
+        reasoning_content=getattr(message, "reasoning_content", None) or None,
+        reasoning_tokens=reasoning,
+        message=message.model_dump(),
+    )

@@ -16,6 +16,15 @@ _DEADLINE: ContextVar[float | None] = ContextVar("model_call_deadline", default=
 
 
 @dataclass(frozen=True)
+class ToolCall:
+    """One function call of a reply, its arguments exactly as the model wrote them."""
+
+    id: str
+    name: str
+    arguments: str
+
+
+@dataclass(frozen=True)
 class ModelReply:
     """One assistant reply and what it cost."""
 
@@ -24,6 +33,17 @@ class ModelReply:
     completion_tokens: int = 0
     cost: float = 0.0
     finish_reason: str | None = None
+    tool_calls: tuple[ToolCall, ...] = ()
+    reasoning_content: str | None = None
+    """The server's separate reasoning text (vLLM's reasoning parsers), if any."""
+    reasoning_tokens: int = 0
+    """Of the completion, the tokens spent reasoning (usage.completion_tokens_details), as the server reports them."""
+    message: dict[str, Any] | None = None
+    """The assistant message as the server sent it (kept and sent back as is); None = role and content only."""
+
+    def as_message(self) -> dict[str, Any]:
+        """The assistant message for the history, without our bookkeeping."""
+        return dict(self.message) if self.message is not None else {"role": "assistant", "content": self.content}
 
 
 class Model(Protocol):
@@ -32,7 +52,7 @@ class Model(Protocol):
     name: str
 
     def query(self, messages: list[dict[str, Any]]) -> ModelReply:
-        """Send the whole history; return the next reply."""
+        """Send the whole history (every key of each message but `extra`); return the next reply."""
         ...
 
 

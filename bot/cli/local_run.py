@@ -8,14 +8,19 @@ import sys
 import tempfile
 import threading
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
-
-import yaml
 
 from bot import metrics
-from bot.agent.config import DEFAULT_CONFIG_PATH, MiniFixAgentConfig, ModelConfig, load_config, missing_api_base
+from bot.agent import profiles
+from bot.agent.config import (
+    DEFAULT_CONFIG_PATH,
+    MiniFixAgentConfig,
+    ModelConfig,
+    load_config,
+    load_specs,
+    missing_api_base,
+)
 from bot.agent.loop import StepEvent
 from bot.pipeline.admit import deployment_sandbox
 from bot.pipeline.attempts import Attempt, AttemptPlan, started
@@ -42,7 +47,7 @@ class LocalRunRequest:
 
     repo: Path
     task: str
-    config: Path | None = None
+    config: list[str] = field(default_factory=list)  # --config specs, in order (files or key.path=value)
     model: str | None = None
     api_base: str | None = None
     image: str | None = None
@@ -51,11 +56,14 @@ class LocalRunRequest:
 
 
 def agent_config(request: LocalRunRequest, settings: Settings) -> MiniFixAgentConfig:
-    """Our defaults, the --config file laid over them, then the command-line flags."""
-    overrides: dict[str, Any] = {}
-    if request.config is not None:
-        overrides = yaml.safe_load(request.config.read_text(encoding="utf-8")) or {}
-    config = load_config(settings.agent_config or DEFAULT_CONFIG_PATH, overrides)
+    """mini-swe-agent's `-c`: the --config specs merged in order replace our default; without any, the model's
+    profile (MINIFIX_MODEL_PROFILES), else the default."""
+    if request.config:
+        config = load_specs([str(spec) for spec in request.config])
+    else:
+        default = load_config(settings.agent_config or DEFAULT_CONFIG_PATH)
+        name = request.model or default.model.model_name or settings.model
+        config = profiles.resolve(name, settings.model_profiles, default)
     for warning in config.warnings:
         print(f"warning: config key ignored: {warning}", file=sys.stderr)
     return config
@@ -141,7 +149,8 @@ def run_local(request: LocalRunRequest, settings: Settings) -> int:
     count, note = attempt_count(request, settings)
     if note:
         print(f"mini-fix: note: {note}", file=sys.stderr)
-    print(f"run {run_id}: model {model.model_name} at {model.api_base or 'default endpoint'}; output {output}")
+    where = model.api_base or "default endpoint"
+    print(f"run {run_id}: model {model.model_name} at {where}, profile {config.profile}; output {output}")
     if count > 1:
         print(f"{count} attempts in parallel; each one's files go in {output}/{run_id}-<k>/")
     stop = threading.Event()
@@ -208,7 +217,7 @@ def _attempt_plan(
         networked=False,
         max_export_bytes=settings.max_export_bytes,
         trajectory_path=lambda rid: output / "trajectory.json" if rid == run_id else output / rid / "trajectory.json",
-        meta={"repo": str(request.repo.resolve())},
+        meta={"repo": str(request.repo.resolve()), "profile": config.profile},
         budget=JobBudget(tokens=settings.max_tokens, seconds=settings.max_wall_time, cancel=stop),
         on_step=lambda k, event: print_step(event, attempt=k if count > 1 else None),
         on_end=lambda k, how: print(f"attempt {k}: {how}", flush=True) if count > 1 else None,

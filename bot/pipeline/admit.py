@@ -7,6 +7,7 @@ from pathlib import Path
 
 import structlog
 
+from bot.agent import profiles
 from bot.agent.config import MiniFixAgentConfig
 from bot.github.gateway import GitHubError, GitHubGateway
 from bot.jobs import Job, JobKind, JobOutcome, JobStatus
@@ -97,7 +98,8 @@ def allowed(config: RepoConfig, gh: GitHubGateway, user: str) -> bool:
 
 
 def agent_config_for(base: MiniFixAgentConfig, settings: Settings, config: RepoConfig) -> MiniFixAgentConfig:
-    """The agent config with the operator's default limits, then the repository's, and its model and image."""
+    """The model's profile (or `base`), the operator's default limits, then the repository's, its model and image."""
+    base = profiles.resolve(config.model or base.model.model_name or settings.model, settings.model_profiles, base)
     limits = config.limits
     steps = limits.steps or settings.step_limit
     tokens = limits.tokens or settings.token_limit

@@ -120,6 +120,7 @@ def _run(
     run: RunInfo = {
         "run_id": run_id,
         "model": model_config.model_name,
+        "profile": agent.profile,
         "requester": job.requester,
         "retry": job.kind == JobKind.RETRY,
         "exit_status": "",
@@ -280,6 +281,7 @@ def _plan(state: RunState, deps: PipelineDeps, sandbox_config: SandboxConfig) ->
             "job_id": state.job.id,
             "training": state.config.training,
             "model": state.model.model_name,
+            "profile": state.agent.profile,
         },
         budget=budget,
         slots=deps.sandbox_slots or SandboxSlots(0),

@@ -32,12 +32,16 @@ def steps_from_messages(messages: list[dict[str, Any]]) -> list[Step]:
     """Pair each assistant reply with the observation that followed it (mini-swe-agent's message shapes)."""
     steps: list[Step] = []
     pending: dict[str, Any] | None = None
+    calling: dict[str, Any] | None = None  # the last reply with tool calls: each `tool` message is one of its steps
     for message in messages:
         role, extra = message.get("role"), message.get("extra") or {}
         if role == "assistant":
             if pending is not None:
                 steps.append(_step(len(steps) + 1, pending, None))
-            pending = message
+            pending, calling = message, message if message.get("tool_calls") else None
+        elif role == "tool" and calling is not None:
+            steps.append(_step(len(steps) + 1, calling, message, call_id=message.get("tool_call_id")))
+            pending = None
         elif role == "user" and pending is not None:
             steps.append(_step(len(steps) + 1, pending, message))
             pending = None
@@ -49,9 +53,12 @@ def steps_from_messages(messages: list[dict[str, Any]]) -> list[Step]:
     return steps
 
 
-def _step(n: int, reply: dict[str, Any], observation: dict[str, Any] | None, kind: str = "action") -> Step:
+def _step(
+    n: int, reply: dict[str, Any], observation: dict[str, Any] | None, kind: str = "action", call_id: Any = None
+) -> Step:
     content = _text(reply.get("content"))
     actions = (reply.get("extra") or {}).get("actions") or []
+    actions = [a for a in actions if a.get("tool_call_id") == call_id] if call_id else actions
     spans = action_spans(content)
     command = str(actions[0].get("command")) if actions else (spans[0][2] if spans else None)
     thought = _without(content, spans).strip()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import subprocess
@@ -10,7 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.model_server import ScriptedModelServer, bash_reply
+from bot.agent.config import DEFAULT_CONFIG_PATH
+from tests.support.model_server import ScriptedModelServer, bash_reply, tool_call_reply
+
+# --config replaces our default (mini-swe-agent's -c), so an overlay file is layered on it by naming both.
+OUR_CONFIG = ("--config", str(DEFAULT_CONFIG_PATH))
 
 pytestmark = [pytest.mark.docker, pytest.mark.e2e]
 
@@ -92,7 +97,7 @@ def test_run_fixes_the_bug_and_the_patch_applies(buggy_repo: Path, tmp_path: Pat
 def test_run_reports_an_unreachable_model(buggy_repo: Path, tmp_path: Path) -> None:
     config = tmp_path / "fast-retries.yaml"
     config.write_text("model:\n  max_attempts: 2\n  retry_wait_seconds: 0.1\n")
-    result = _mini_fix_run(buggy_repo, tmp_path / "out", "http://127.0.0.1:9/v1", "--config", str(config))
+    result = _mini_fix_run(buggy_repo, tmp_path / "out", "http://127.0.0.1:9/v1", *OUR_CONFIG, "--config", str(config))
     assert result.returncode != 0
     assert "127.0.0.1:9" in result.stdout + result.stderr
     assert (tmp_path / "out" / "trajectory.json").exists()
@@ -103,7 +108,7 @@ def test_run_stops_at_the_step_limit(buggy_repo: Path, tmp_path: Path) -> None:
     config.write_text("agent:\n  step_limit: 2\n")
     replies = [bash_reply("ls"), bash_reply("ls -a"), bash_reply("ls -la")]
     with ScriptedModelServer(replies) as model:
-        result = _mini_fix_run(buggy_repo, tmp_path / "out", model.api_base, "--config", str(config))
+        result = _mini_fix_run(buggy_repo, tmp_path / "out", model.api_base, *OUR_CONFIG, "--config", str(config))
     assert result.returncode != 0
     assert "LimitsExceeded" in result.stdout + result.stderr
     assert len(model.requests) == 2
@@ -130,3 +135,25 @@ def test_run_with_attempts_keeps_the_one_the_checkouts_tests_favour(buggy_repo: 
     table = (out / "attempts.md").read_text()
     assert ":x: failed" in table and "**yes**" in table.splitlines()[-1]
     assert sorted({r["temperature"] for r in model.requests}) == [0.0, 0.7]
+
+
+def test_run_with_upstreams_tool_call_config_runs_every_call(buggy_repo: Path, tmp_path: Path) -> None:
+    spec = importlib.util.find_spec("minisweagent")
+    assert spec is not None and spec.origin is not None
+    mini = Path(spec.origin).parent / "config" / "mini.yaml"  # mini-swe-agent 2.4.6's default, as shipped
+    replies = [
+        tool_call_reply("cat calc.py", "sed -i 's/a - b/a + b/' calc.py", content="Read it, then fix it."),
+        tool_call_reply("echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"),
+    ]
+    out = tmp_path / "out"
+    with ScriptedModelServer(replies) as model:
+        result = _mini_fix_run(buggy_repo, out, model.api_base, "--config", str(mini), "-c", "agent.step_limit=5")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "profile mini" in result.stdout
+    assert [r["tools"][0]["function"]["name"] for r in model.requests] == ["bash", "bash"]
+    answered = model.requests[1]["messages"][-2:]  # both calls ran, in order, each answered by its tool message
+    assert [(m["role"], m["tool_call_id"]) for m in answered] == [("tool", "call_0"), ("tool", "call_1")]
+    assert "return a - b" in answered[0]["content"]
+    assert "+    return a + b" in (out / "patch.diff").read_text()
+    trajectory = json.loads((out / "trajectory.json").read_text())
+    assert trajectory["info"]["exit_status"] == "Submitted" and trajectory["mini_fix"]["profile"] == "mini"

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from bot.agent.config import DEFAULT_CONFIG_PATH
 from bot.pipeline.exits import EXITS
 from tests.realmodel.conftest import TIER_CONFIG, RealModel
 from tests.support.buggy_repos import CALC, build
@@ -42,6 +43,8 @@ def mini_fix_run(repo: Path, out: Path, model: RealModel, overlay: Path) -> subp
         model.litellm_name,
         "--api-base",
         model.api_base,
+        "--config",
+        str(DEFAULT_CONFIG_PATH),
         "--config",
         str(overlay),
         "--output",

@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from bot.agent import profiles
 from bot.agent.config import MiniFixAgentConfig, deep_merge, load_config
 from bot.agent.loop import Agent, AgentResult, StepEvent
 from bot.agent.model import LitellmModel
@@ -194,3 +195,22 @@ def test_a_wrong_api_key_ends_the_run_with_one_request(vllm: VllmServer, sandbox
     assert result.steps == 1
     assert vllm.chat_requests(mark) == [401]
     assert "not-the-key" not in json.dumps(result.messages)
+
+
+def test_the_tool_call_profile_runs_real_tool_calls(vllm: VllmServer, sandbox: DockerSandbox) -> None:
+    # vLLM parses the model's hermes-style calls (--enable-auto-tool-choice --tool-call-parser hermes).
+    config = agent_config(
+        vllm,
+        profiles.profile_path("toolcall"),
+        agent={"step_limit": 3, "max_consecutive_format_errors": 0},
+        model={"model_kwargs": {"max_tokens": 128}},
+    )
+    assert config.model.tool_calls and config.profile == "toolcall"
+    result = run_agent(vllm, sandbox, config, CALC.issue)
+    assert result.exit_status in {"Submitted", "LimitsExceeded"}, result.messages[-1]
+    calls = [c for m in result.messages if m["role"] == "assistant" for c in (m.get("tool_calls") or [])]
+    answers = [m for m in result.messages if m["role"] == "tool"]
+    assert calls and answers, [m.get("content") for m in result.messages[2:]]
+    # Every executed call was answered by its own tool message, with the sandbox's real exit code.
+    assert {m["tool_call_id"] for m in answers} <= {c["id"] for c in calls}
+    assert all(isinstance(m["extra"]["returncode"], int) for m in answers)

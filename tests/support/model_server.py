@@ -25,7 +25,10 @@ class Refusal:
     message: str = "refused by the script"
 
 
-Reply = str | Callable[[Any], str] | Refusal  # a callable is given the messages, or the whole body with `with_body`
+# A reply: the assistant's text, a message dict (`content`, `tool_calls`, `reasoning_content`, and the choice's
+# `finish_reason` and `usage` fields to report), a Refusal, or a callable returning text or a dict, given the
+# messages (or the whole body with `with_body`).
+Reply = str | dict[str, Any] | Callable[[Any], Any] | Refusal
 
 
 class ScriptedModelServer:
@@ -101,27 +104,26 @@ class ScriptedModelServer:
         reply = replies[index]
         if isinstance(reply, Refusal):
             return reply.status, {"error": {"message": reply.message, "code": reply.status}}, reply.headers
-        content = reply(body if self.with_body else body["messages"]) if callable(reply) else reply
+        answer = reply(body if self.with_body else body["messages"]) if callable(reply) else reply
+        message = {"content": answer} if isinstance(answer, str) else dict(answer)
+        finish_reason = message.pop("finish_reason", "tool_calls" if message.get("tool_calls") else "stop")
         prompt_tokens = sum(len(str(m.get("content", ""))) // 4 + 1 for m in body["messages"])
-        completion_tokens = len(content) // 4 + 1
-        return (
-            200,
-            {
-                "id": f"chatcmpl-{index}",
-                "object": "chat.completion",
-                "created": int(time.time()),
-                "model": body.get("model", self.model),
-                "choices": [
-                    {"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": content}}
-                ],
-                "usage": {
-                    "prompt_tokens": prompt_tokens,
-                    "completion_tokens": completion_tokens,
-                    "total_tokens": prompt_tokens + completion_tokens,
-                },
-            },
-            {},
-        )
+        completion_tokens = len(answer if isinstance(answer, str) else json.dumps(message)) // 4 + 1
+        usage = {
+            "prompt_tokens": prompt_tokens,
+            "completion_tokens": completion_tokens,
+            "total_tokens": prompt_tokens + completion_tokens,
+            **message.pop("usage", {}),
+        }
+        body_out = {
+            "id": f"chatcmpl-{index}",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": body.get("model", self.model),
+            "choices": [{"index": 0, "finish_reason": finish_reason, "message": {"role": "assistant", **message}}],
+            "usage": usage,
+        }
+        return 200, body_out, {}
 
     def _handler(self) -> type[BaseHTTPRequestHandler]:
         server = self
@@ -164,3 +166,12 @@ class ScriptedModelServer:
 def bash_reply(command: str, thought: str = "Next step.") -> str:
     """An assistant reply in the text-based format: a thought and one fenced command."""
     return f"THOUGHT: {thought}\n\n```mswea_bash_command\n{command}\n```"
+
+
+def tool_call_reply(*commands: str, content: str | None = None, **fields: Any) -> dict[str, Any]:
+    """An assistant message calling the `bash` tool once per command (ids call_0, call_1, ...), as vLLM sends it."""
+    calls = [
+        {"id": f"call_{i}", "type": "function", "function": {"name": "bash", "arguments": json.dumps({"command": c})}}
+        for i, c in enumerate(commands)
+    ]
+    return {"content": content, "tool_calls": calls, **fields}

@@ -9,7 +9,7 @@ import pytest
 import yaml
 from pydantic import ValidationError
 
-from bot.agent.config import ACTION_REGEX, DEFAULT_CONFIG_PATH, EnvironmentConfig, load_config
+from bot.agent.config import ACTION_REGEX, DEFAULT_CONFIG_PATH, EnvironmentConfig, load_config, load_specs, spec_to_dict
 from sandbox.base import SandboxConfig
 
 
@@ -127,3 +127,37 @@ def test_environment_maps_onto_the_sandbox_config() -> None:
 
 def test_default_path_is_the_repository_prompt_file() -> None:
     assert Path(__file__).resolve().parents[2] / "prompts" / "agent.yaml" == DEFAULT_CONFIG_PATH
+
+
+def test_config_specs_replace_our_default_and_merge_in_order(tmp_path: Path) -> None:
+    upstream = UPSTREAM_CONFIGS / "mini_textbased.yaml"
+    alone = load_specs([str(upstream)])
+    # Given at all, --config replaces prompts/agent.yaml: none of our small-model defaults leak in.
+    assert alone.agent.first_action_only is False
+    assert alone.model.model_kwargs == {"drop_params": True}
+    assert alone.agent.system_template == yaml.safe_load(upstream.read_text())["agent"]["system_template"]
+    overlay = tmp_path / "overlay.yaml"
+    overlay.write_text("agent:\n  step_limit: 9\nenvironment:\n  env:\n    FOO: '1'\n")
+    layered = load_specs([str(DEFAULT_CONFIG_PATH), str(overlay), "agent.step_limit=20", "model.model_kwargs.seed=7"])
+    assert layered.agent.step_limit == 20  # later specs win
+    assert layered.agent.first_action_only is True  # ours, named first
+    assert layered.environment.env["FOO"] == "1" and layered.environment.env["PAGER"] == "cat"  # merged, not replaced
+    assert layered.model.model_kwargs["seed"] == 7 and layered.model.model_kwargs["max_tokens"] == 1024
+
+
+def test_a_key_value_spec_reads_its_value_as_json_else_as_text() -> None:
+    assert spec_to_dict("model.model_kwargs.temperature=0.5") == {"model": {"model_kwargs": {"temperature": 0.5}}}
+    assert spec_to_dict("model.model_name=hosted_vllm/x") == {"model": {"model_name": "hosted_vllm/x"}}
+    assert spec_to_dict('model.model_kwargs.stop=["\\n"]') == {"model": {"model_kwargs": {"stop": ["\n"]}}}
+    with pytest.raises(ValueError, match="empty key"):
+        spec_to_dict("agent..step_limit=3")
+
+
+def test_the_action_format_follows_model_class_else_the_configs_own_format(tmp_path: Path) -> None:
+    assert load_config(UPSTREAM_CONFIGS / "mini.yaml").model.tool_calls is True
+    assert load_config(UPSTREAM_CONFIGS / "mini_textbased.yaml").model.tool_calls is False
+    assert load_config(DEFAULT_CONFIG_PATH).model.tool_calls is False
+    text = load_specs([str(UPSTREAM_CONFIGS / "mini.yaml"), "model.model_class=litellm_textbased"])
+    assert text.model.tool_calls is False
+    tools = load_specs([str(DEFAULT_CONFIG_PATH), "model.model_class=litellm"])
+    assert tools.model.tool_calls is True

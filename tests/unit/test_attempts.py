@@ -176,6 +176,7 @@ def test_the_app_chooses_the_attempt_its_own_tests_favour(calc: FakeGitHub, tmp_
     assert head and "return a + b" in calc.show(REPO, head, "calc.py")
     assert "helper_1" not in calc.show(REPO, head, "calc.py") and "Issue" in calc.show(REPO, head, "tests/test_add.py")
     [pr] = calc.pulls
+    assert "(profile `text`)" in pr["body"]
     rows = table_rows(pr["body"])
     assert set(rows) == {1, 2, 3} and [k for k in rows if "**yes**" in rows[k]] == [3]
     assert ":x: failed (exit 1)" in rows[1] and "tests fail on it" in rows[1]
@@ -187,6 +188,7 @@ def test_the_app_chooses_the_attempt_its_own_tests_favour(calc: FakeGitHub, tmp_
     for k in (1, 2, 3):  # every attempt's trajectory, saved under its own run id, with what the App found
         data = json.loads((world.settings.data_dir / "runs" / f"{run_id}-{k}" / "trajectory.json").read_text())
         assert data["mini_fix"]["attempt"] == k and data["mini_fix"]["chosen"] == (k == 3)
+        assert data["mini_fix"]["profile"] == "text"  # which agent profile ran
         assert json.loads(world.saved[f"{run_id}-{k}"]) == data  # mirrored to the store, verdicts included
     verdicts = {
         k: json.loads((world.settings.data_dir / "runs" / f"{run_id}-{k}" / "trajectory.json").read_text())["mini_fix"]

@@ -141,3 +141,39 @@ def test_importing_the_agent_does_not_import_litellm_or_docker() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+def reasoning_completion(usage: dict[str, Any], content: str | None = None) -> httpx.Response:
+    message = {
+        "role": "assistant",
+        "content": content,
+        "reasoning_content": "First, the parser",
+        "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "bash", "arguments": '{"command":"ls"}'}}],
+    }
+    choice = {"index": 0, "message": message, "finish_reason": "tool_calls"}
+    body = {"id": "x", "object": "chat.completion", "created": 1, "model": "served", "choices": [choice]}
+    return httpx.Response(200, json=body | {"usage": usage})
+
+
+def test_a_tool_call_reply_keeps_its_calls_reasoning_and_message(api: respx.MockRouter) -> None:
+    usage = {"prompt_tokens": 10, "completion_tokens": 40, "completion_tokens_details": {"reasoning_tokens": 30}}
+    route = api.post(URL).mock(return_value=reasoning_completion(usage))
+    reply = vllm(model_class="litellm").query(MESSAGES)
+    assert [(c.id, c.name, c.arguments) for c in reply.tool_calls] == [("c1", "bash", '{"command":"ls"}')]
+    assert (reply.reasoning_content, reply.reasoning_tokens, reply.completion_tokens) == ("First, the parser", 30, 40)
+    assert reply.content == "" and reply.as_message()["content"] is None  # sent back as the server sent it
+    body = json.loads(route.calls[0].request.content)
+    assert body["tools"][0]["function"]["name"] == "bash"
+
+
+def test_reasoning_reported_apart_from_the_completion_is_counted_too(api: respx.MockRouter) -> None:
+    usage = {"prompt_tokens": 10, "completion_tokens": 5, "completion_tokens_details": {"reasoning_tokens": 300}}
+    api.post(URL).mock(return_value=reasoning_completion(usage, content="ok"))
+    reply = vllm().query(MESSAGES)
+    assert (reply.completion_tokens, reply.reasoning_tokens) == (305, 300)
+
+
+def test_a_text_config_sends_no_tools(api: respx.MockRouter) -> None:
+    route = api.post(URL).mock(return_value=completion())
+    vllm(model_class="litellm_textbased").query(MESSAGES)
+    assert "tools" not in json.loads(route.calls[0].request.content)

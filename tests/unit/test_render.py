@@ -132,3 +132,17 @@ def test_pr_body_flags_dropped_tests_and_what_could_not_be_checked() -> None:
     assert "> [!NOTE]\n> - web/a.test.js: not checked for dropped tests (only Python test files are)." in body
     plain = render("pr_body.md", **common, dropped="", dropped_notes=[])
     assert "[!WARNING]" not in plain and "[!NOTE]" not in plain
+
+
+def test_each_tool_call_of_a_reply_is_its_own_step_with_its_own_output() -> None:
+    from tests.support.scripted_model import tool_reply
+    from tests.unit.test_agent_toolcalls import run  # the loop's own tool-call messages
+
+    submit = "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"
+    agent, _, _ = run([tool_reply("echo first", "echo second", content=None), tool_reply(submit, content="Done.")])
+    steps = steps_from_messages(agent.messages)
+    assert [(s.command, s.output, s.returncode) for s in steps[:2]] == [
+        ("echo first", "first\n", 0),
+        ("echo second", "second\n", 0),
+    ]
+    assert steps[2].command == submit and steps[2].kind == "Submitted" and steps[2].thought == "Done."

@@ -110,3 +110,12 @@ def test_attempts_report_from_their_own_threads_each_in_its_own_row() -> None:
         assert f"| {k} | 50 of 50 · <code>Submitted</code>" in last_progress or f"| {k} | 50 of 50 |" in last_progress
     assert "Tokens over all attempts: 1,500" in last_progress
     assert "opened a pull request" in gh.bodies[-2] and gh.bodies[-1] == "reaction rocket"
+
+
+def test_the_starting_comment_names_the_model_and_its_profile() -> None:
+    gh = CountingComments()
+    StatusComment(gh, 3, {**RUN, "profile": "toolcall"}, lambda: 0.0).start()  # type: ignore[arg-type]
+    assert "(model `m` (profile `toolcall`)" in gh.bodies[0]
+    gh = CountingComments()
+    StatusComment(gh, 3, RUN, lambda: 0.0).start()  # type: ignore[arg-type]
+    assert "(model `m`)" in gh.bodies[0] and "profile" not in gh.bodies[0]
