@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import shutil
-import subprocess
 import sys
 import tempfile
 import threading
@@ -17,6 +16,8 @@ import yaml
 from bot import metrics
 from bot.agent.config import DEFAULT_CONFIG_PATH, MiniFixAgentConfig, ModelConfig, load_config
 from bot.agent.loop import StepEvent
+from bot.eval.hostgit import GitFailed, base_checkout, git
+from bot.eval.quarantine import quarantined
 from bot.pipeline.admit import deployment_sandbox
 from bot.pipeline.attempts import Attempt, AttemptPlan, started
 from bot.pipeline.candidates import Choice
@@ -87,14 +88,26 @@ def print_step(event: StepEvent, attempt: int | None = None) -> None:
 
 
 def check_checkout(repo: Path) -> str | None:
-    """Why `repo` can't be used, or None."""
+    """Why `repo` can't be used, or None (read through a quarantine: the checkout's own git config never runs)."""
     if not repo.is_dir():
         return f"--repo {repo} is not a directory"
-    probe = subprocess.run(["git", "-C", str(repo), "rev-parse", "--git-dir"], capture_output=True, text=True)
-    if probe.returncode != 0:
-        return f"--repo {repo} is not a git checkout: run `git init` there first"
-    head = subprocess.run(["git", "-C", str(repo), "rev-parse", "--verify", "-q", "HEAD"], capture_output=True)
-    return None if head.returncode == 0 else f"--repo {repo} has no commit yet: the change is diffed against HEAD"
+    try:
+        with quarantined(repo) as git_dir:
+            git(["rev-parse", "--verify", "-q", "HEAD^{commit}"], git_dir=git_dir)
+    except GitFailed as exc:
+        if "not a git repository" in str(exc):
+            return f"--repo {repo} is not a git checkout: run `git init` there first"
+        return f"--repo {repo} has no commit yet: the change is diffed against HEAD"
+    return None
+
+
+def own_checkout(repo: Path, dest: Path) -> Path:
+    """A clean clone of `repo`'s HEAD made by the worker's git: the run's checkout, so nothing in the given
+    directory's `.git` (config, hooks, filters) is used by the host's git (uncommitted changes are not taken)."""
+    with quarantined(repo) as git_dir:
+        head = git(["rev-parse", "--verify", "HEAD^{commit}"], git_dir=git_dir).strip()
+    base_checkout(str(repo), head, dest)
+    return dest
 
 
 def attempt_count(request: LocalRunRequest, settings: Settings) -> tuple[int, str]:
@@ -150,13 +163,14 @@ def _run_attempts(
     """The App's own attempts path: parallel attempts, the change taken out by the host, verified, chosen."""
     repo, run_id = plan.config, plan.run_id
     with tempfile.TemporaryDirectory(prefix=f"mini-fix-{run_id}-") as tmp, started(plan) as attempts:
-        runs = attempts.run(request.task, request.repo, Path(tmp), settings.secrets)
+        checkout = own_checkout(request.repo, Path(tmp) / "own-checkout")
+        runs = attempts.run(request.task, checkout, Path(tmp), settings.secrets)
         candidates = [run.candidate for run in runs]
         for candidate in candidates:
             refuse(candidate, repo, settings.secrets)
         verify(
             candidates,
-            checkout=request.repo,
+            checkout=checkout,
             factory=plan.factory,
             sandbox_config=plan.sandbox_config,
             repo=repo,
