@@ -22,6 +22,7 @@ from bot.pipeline.admit import deployment_sandbox
 from bot.pipeline.attempts import Attempt, AttemptPlan, started
 from bot.pipeline.candidates import Choice
 from bot.pipeline.capacity import JobBudget
+from bot.pipeline.change import ChangeCaps
 from bot.pipeline.choose import attempts_table, choose
 from bot.pipeline.execute import SANDBOX_FAILURES
 from bot.pipeline.exits import SUBMITTED, exit_for
@@ -214,6 +215,7 @@ def _attempt_plan(
         config=repo,
         networked=False,
         max_export_bytes=settings.max_export_bytes,
+        caps=ChangeCaps(settings.max_changed_files, settings.max_changed_bytes),
         trajectory_path=lambda rid: output / "trajectory.json" if rid == run_id else output / rid / "trajectory.json",
         meta={"repo": str(request.repo.resolve())},
         budget=JobBudget(tokens=settings.max_tokens, seconds=settings.max_wall_time, cancel=stop),

@@ -25,6 +25,7 @@ from bot.jobs import Outcome
 from bot.pipeline import execute
 from bot.pipeline.candidates import Candidate
 from bot.pipeline.capacity import JobBudget, SandboxSlots
+from bot.pipeline.change import ChangeCaps
 from bot.pipeline.execute import EarlySandbox, RunFailed
 from bot.repo_config.schema import RepoConfig
 from bot.trajectory import TrajectoryWriter
@@ -92,6 +93,7 @@ class AttemptPlan:
     mirror: Callable[[str, str], None] | None = None  # (run id, JSON): the shared trajectory store
     on_step: Callable[[int, StepEvent], None] = lambda _attempt, _event: None
     on_end: Callable[[int, str], None] = lambda _attempt, _how: None
+    caps: ChangeCaps = field(default_factory=ChangeCaps)  # what a tree may cost the worker before it is diffed
 
 
 class Attempts:
@@ -203,7 +205,7 @@ class Attempts:
                 _counted(candidate, attempt.result)
                 execute.require_submission(attempt.result)
                 candidate.change = execute.take_change(
-                    sandbox, checkout, export, max_bytes=plan.max_export_bytes, exclude=excludes
+                    sandbox, checkout, export, max_bytes=plan.max_export_bytes, exclude=excludes, caps=plan.caps
                 )
         finally:
             sandbox.close()
