@@ -145,6 +145,10 @@ class Settings(BaseSettings):
     """A repository whose clone is larger than this is refused before it is copied into the sandbox."""
     max_export_bytes: int = 1 << 30
     """The most the sandbox's working directory may hold when the change is taken out."""
+    max_changed_files: int = 10_000
+    """An attempt whose tree adds, deletes or resizes more files than this is refused before its diff is computed."""
+    max_changed_bytes: int = 64 << 20
+    """An attempt whose new and resized files hold more bytes than this is refused before its diff is computed."""
     replay_window_seconds: float = 3600.0
     """A signed body seen again within this many seconds under a new delivery id is ignored as a replay."""
     run_link_days: int = 30

@@ -29,6 +29,8 @@ from typing import IO, Any
 FORK_RETRY_SECONDS = 5.0
 DRAIN_SECONDS = 0.5
 KILL_ROUNDS = 200
+# The runner's real uid while it kills: one no process in the container runs as (so kill(-1) reaches none).
+KILLER_UID = 65533
 PR_CAPBSET_DROP = 24
 
 
@@ -214,28 +216,29 @@ def drain(fd: int) -> bytes:
 def kill_uid(uid: int) -> None:
     """SIGKILL every process of `uid`, whatever session or group it moved to.
 
-    This process takes the uid as its real and effective uid (keeping 0 as its saved uid to come back) and calls
-    kill(-1): the kernel signals every process that uid may signal, in one pass new forks cannot slip past, and
-    nothing else (the runner and the container's main process are uid 0 for real). No fork: a fork bomb at the
-    pids limit must not stop its own killing. Actions still cannot open this process's fds meanwhile (that
-    needs every uid of it to match, and its saved uid stays 0).
+    This process takes `uid` as its effective uid, KILLER_UID as its real uid and keeps 0 as its saved uid (to
+    come back), then calls kill(-1): the kernel signals every process whose real or saved uid is `uid`, in one
+    pass new forks cannot slip past, and nothing else (the runner and the container's main process are uid 0).
+    The action's uid can never signal this process: kill(2) lets a sender whose real or effective uid equals the
+    target's real or saved uid, and here those are KILLER_UID and 0, never `uid`. No fork: a fork bomb at the
+    pids limit must not stop its own killing. Actions still cannot open this process's fds (every uid must match).
     """
-    os.setresuid(uid, uid, 0)
+    os.setresuid(KILLER_UID, uid, 0)
     try:
-        done = kill_all_of_mine()
+        done = kill_all_of(uid)
     finally:
         os.setresuid(0, 0, 0)
     if not done:
         raise RuntimeError(f"processes of uid {uid} survived {KILL_ROUNDS} rounds of SIGKILL")
 
 
-def kill_all_of_mine() -> bool:
-    """kill(-1, SIGKILL) until no live process of this uid but this one is left."""
+def kill_all_of(uid: int) -> bool:
+    """kill(-1, SIGKILL) until no live process of `uid` is left."""
     me = os.getpid()
     for _ in range(KILL_ROUNDS):
         with contextlib.suppress(ProcessLookupError):
             os.kill(-1, signal.SIGKILL)
-        if not live_processes(os.getuid(), me):
+        if not live_processes(uid, me):
             return True
         time.sleep(0.005)
     return False

@@ -5,7 +5,9 @@ upstream network. An internal network still lets its containers reach the host a
 address, so a one-shot helper in the sandbox's network namespace (NET_ADMIN there, which the sandbox never
 has) drops every packet the sandbox sends except to the proxy's port. Squid resolves each name itself and
 checks the address it will connect to, so an allowed name that resolves to a private, loopback, link-local
-(cloud metadata) or the upstream network's gateway (the host) address is refused too.
+(cloud metadata) or the upstream network's gateway (the host) address is refused too. The proxy speaks IPv4
+only: IPv6 is off in its network namespace (so no `::1`, link-local or unique-local neighbour is reachable), and
+a name with no IPv4 address (`ip6-localhost`) is refused rather than tried.
 """
 
 from __future__ import annotations
@@ -41,11 +43,13 @@ via off
 forwarded_for delete
 acl allowed_hosts dstdomain {hosts}
 acl denied_addresses dst {denied}
+acl ipv4_destination dst 0.0.0.0/1 128.0.0.0/1
 acl safe_ports port 80 443
 acl CONNECT method CONNECT
 http_access deny !safe_ports
 http_access deny CONNECT !safe_ports
 http_access deny to_localhost
+http_access deny !ipv4_destination
 http_access deny denied_addresses
 http_access allow allowed_hosts
 http_access deny all
@@ -56,6 +60,8 @@ PIN_RULES = (
     "ip6tables -P OUTPUT DROP && ip6tables -A OUTPUT -o lo -j ACCEPT"
 )
 PIN_SECONDS = 30
+# No IPv6 in the proxy's namespace: squid then drops IPv6 answers, so `dst` never sees an address it could use.
+NO_IPV6 = {f"net.ipv6.conf.{i}.disable_ipv6": "1" for i in ("all", "default", "lo")}
 START = 'printf "%s" "$SQUID_CONF" > /tmp/squid.conf && exec squid -N -f /tmp/squid.conf'
 
 
@@ -148,6 +154,7 @@ class SetupProxy:
                 tmpfs={"/tmp": "size=16m", "/var/spool/squid": "size=16m", "/var/log/squid": "size=16m"},
                 mem_limit="256m",
                 pids_limit=64,
+                sysctls=NO_IPV6,
                 log_config=docker.types.LogConfig(type="json-file", config={"max-size": "1m", "max-file": "1"}),
             ),
         )

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import shutil
-import subprocess
 import sys
 import tempfile
 import threading
@@ -22,10 +21,13 @@ from bot.agent.config import (
     missing_api_base,
 )
 from bot.agent.loop import StepEvent
+from bot.eval.hostgit import GitFailed, base_checkout, git
+from bot.eval.quarantine import quarantined
 from bot.pipeline.admit import deployment_sandbox
 from bot.pipeline.attempts import Attempt, AttemptPlan, started
 from bot.pipeline.candidates import Choice
 from bot.pipeline.capacity import JobBudget
+from bot.pipeline.change import ChangeCaps
 from bot.pipeline.choose import attempts_table, choose
 from bot.pipeline.execute import SANDBOX_FAILURES
 from bot.pipeline.exits import SUBMITTED, exit_for
@@ -96,14 +98,26 @@ def print_step(event: StepEvent, attempt: int | None = None) -> None:
 
 
 def check_checkout(repo: Path) -> str | None:
-    """Why `repo` can't be used, or None."""
+    """Why `repo` can't be used, or None (read through a quarantine: the checkout's own git config never runs)."""
     if not repo.is_dir():
         return f"--repo {repo} is not a directory"
-    probe = subprocess.run(["git", "-C", str(repo), "rev-parse", "--git-dir"], capture_output=True, text=True)
-    if probe.returncode != 0:
-        return f"--repo {repo} is not a git checkout: run `git init` there first"
-    head = subprocess.run(["git", "-C", str(repo), "rev-parse", "--verify", "-q", "HEAD"], capture_output=True)
-    return None if head.returncode == 0 else f"--repo {repo} has no commit yet: the change is diffed against HEAD"
+    try:
+        with quarantined(repo) as git_dir:
+            git(["rev-parse", "--verify", "-q", "HEAD^{commit}"], git_dir=git_dir)
+    except GitFailed as exc:
+        if "not a git repository" in str(exc):
+            return f"--repo {repo} is not a git checkout: run `git init` there first"
+        return f"--repo {repo} has no commit yet: the change is diffed against HEAD"
+    return None
+
+
+def own_checkout(repo: Path, dest: Path) -> Path:
+    """A clean clone of `repo`'s HEAD made by the worker's git: the run's checkout, so nothing in the given
+    directory's `.git` (config, hooks, filters) is used by the host's git (uncommitted changes are not taken)."""
+    with quarantined(repo) as git_dir:
+        head = git(["rev-parse", "--verify", "HEAD^{commit}"], git_dir=git_dir).strip()
+    base_checkout(str(repo), head, dest)
+    return dest
 
 
 def attempt_count(request: LocalRunRequest, settings: Settings) -> tuple[int, str]:
@@ -166,13 +180,14 @@ def _run_attempts(
     """The App's own attempts path: parallel attempts, the change taken out by the host, verified, chosen."""
     repo, run_id = plan.config, plan.run_id
     with tempfile.TemporaryDirectory(prefix=f"mini-fix-{run_id}-") as tmp, started(plan) as attempts:
-        runs = attempts.run(request.task, request.repo, Path(tmp), settings.secrets)
+        checkout = own_checkout(request.repo, Path(tmp) / "own-checkout")
+        runs = attempts.run(request.task, checkout, Path(tmp), settings.secrets)
         candidates = [run.candidate for run in runs]
         for candidate in candidates:
             refuse(candidate, repo, settings.secrets)
         verify(
             candidates,
-            checkout=request.repo,
+            checkout=checkout,
             factory=plan.factory,
             sandbox_config=plan.sandbox_config,
             repo=repo,
@@ -216,6 +231,7 @@ def _attempt_plan(
         config=repo,
         networked=False,
         max_export_bytes=settings.max_export_bytes,
+        caps=ChangeCaps(settings.max_changed_files, settings.max_changed_bytes),
         trajectory_path=lambda rid: output / "trajectory.json" if rid == run_id else output / rid / "trajectory.json",
         meta={"repo": str(request.repo.resolve()), "profile": config.profile},
         budget=JobBudget(tokens=settings.max_tokens, seconds=settings.max_wall_time, cancel=stop),

@@ -8,7 +8,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from bot.eval.hostgit import diff, git
+from bot.eval.hostgit import commit_parts, diff_in, git
+from bot.eval.quarantine import quarantined
 
 TEST_DIRS = {"test", "tests", "testing"}
 TEST_FILES = ("test_*.py", "*_test.py", "*_tests.py", "conftest.py", "*.test.js", "*.spec.js", "*_test.go")
@@ -49,30 +50,30 @@ def is_code_path(path: str) -> bool:
 
 
 def scan(repo: Path, rev: str, max_commits: int) -> tuple[list[Candidate], dict[str, int]]:
-    """Candidates among the last `max_commits` first-parent commits of `rev`, and why the others are not."""
+    """Candidates among the last `max_commits` first-parent commits of `rev`, and why the others are not; the
+    repository is read through a quarantine, so nothing in its own config runs."""
+    with quarantined(repo) as git_dir:
+        return _scan(git_dir, rev, max_commits)
+
+
+def _scan(git_dir: Path, rev: str, max_commits: int) -> tuple[list[Candidate], dict[str, int]]:
     skipped = {"merge commit": 0, "root commit": 0, "no test change": 0, "no code change": 0}
     found: list[Candidate] = []
-    for sha in git(["rev-list", "--first-parent", f"--max-count={max_commits}", rev], cwd=repo).split():
-        parents = git(["show", "-s", "--format=%P", sha], cwd=repo).split()
+    listed = git(["rev-list", "--first-parent", f"--max-count={max_commits}", rev, "--"], git_dir=git_dir)
+    for sha in listed.split():
+        parents, message = commit_parts(git_dir, sha)
         if len(parents) != 1:
             skipped["merge commit" if parents else "root commit"] += 1
             continue
-        changed = [
-            p
-            for p in git(["diff-tree", "--no-commit-id", "--name-only", "-r", "-z", parents[0], sha], cwd=repo).split(
-                "\0"
-            )
-            if p
-        ]
+        names = git(["diff-tree", "--no-commit-id", "--name-only", "-r", "-z", parents[0], sha], git_dir=git_dir)
+        changed = [p for p in names.split("\0") if p]
         tests, code = [p for p in changed if is_test_path(p)], [p for p in changed if is_code_path(p)]
         if not tests or not code:
             skipped["no test change" if not tests else "no code change"] += 1
             continue
-        message = git(["show", "-s", "--format=%B", sha], cwd=repo).strip()
         others = [p for p in changed if not is_test_path(p)]
-        found.append(
-            Candidate(sha, parents[0], message, diff(repo, parents[0], sha, tests), diff(repo, parents[0], sha, others))
-        )
+        test_patch, patch = diff_in(git_dir, parents[0], sha, tests), diff_in(git_dir, parents[0], sha, others)
+        found.append(Candidate(sha, parents[0], message.strip(), test_patch, patch))
     return found, skipped
 
 

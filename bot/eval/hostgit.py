@@ -1,28 +1,55 @@
 """git on the host for eval: checkouts at a base commit with no later history, patches, a commit's parts.
 
 Every command runs under a fixed configuration (no global or system config, no prompts), so nothing in the
-operator's or the repository's settings changes what a patch or a diff means.
+operator's or the repository's settings changes what a patch or a diff means. A repository given by path is only
+read through `quarantine` (a git directory of ours over its objects), so its own `.git/config` never applies.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
+from bot.eval.quarantine import quarantined
 from bot.pipeline.gitops import GitError, git_bytes
 
 GitFailed = GitError
 """A git step failed; the message says which and git's own reason (the worker's own git error)."""
 
 
-def git(args: list[str], *, cwd: Path | None = None, stdin: str | None = None, timeout: float = 600) -> str:
-    """Run git under the worker's hardened configuration; raise GitFailed with git's message."""
-    out = git_bytes(args, cwd=cwd, what=f"git {args[0]}", stdin=stdin, timeout=timeout)
+def git(
+    args: list[str],
+    *,
+    cwd: Path | None = None,
+    stdin: str | None = None,
+    timeout: float = 600,
+    git_dir: Path | None = None,
+) -> str:
+    """Run git under the worker's hardened configuration (in `git_dir` when given); raise GitFailed."""
+    env = {"GIT_DIR": str(git_dir)} if git_dir else None
+    out = git_bytes(args, cwd=cwd or git_dir, what=f"git {args[0]}", stdin=stdin, timeout=timeout, env=env)
     return out.decode("utf-8", "surrogateescape")
+
+
+def _local_path(source: str) -> Path | None:
+    """The directory a clone source names, when it is one on this machine (a path or a file:// URL)."""
+    path = Path(source.removeprefix("file://")) if "://" not in source or source.startswith("file://") else None
+    return path if path is not None and path.exists() else None
+
+
+def clone_bare_safely(source: str, dest: Path, *args: str) -> None:
+    """`git clone` of `source` into `dest`; a local repository is read through a quarantine over the pack
+    protocol (`--no-local`), so neither its config nor its object store (alternates, links) comes along."""
+    local = _local_path(source)
+    if local is None:
+        git(["clone", "--quiet", *args, "--", source, str(dest)])
+        return
+    with quarantined(local) as shim:
+        git(["clone", "--quiet", "--no-local", *args, "--", str(shim), str(dest)])
 
 
 def base_checkout(source: str, commit: str, dest: Path) -> str:
     """Clone `source` into `dest` at `commit`, keeping only the history `commit` reaches; return its full sha."""
-    git(["clone", "--quiet", "--no-checkout", "--no-hardlinks", "--", source, str(dest)])
+    clone_bare_safely(source, dest, "--no-checkout")
     try:
         sha = git(["rev-parse", "--verify", "--quiet", f"{commit}^{{commit}}"], cwd=dest).strip()
     except GitFailed:
@@ -47,6 +74,20 @@ def apply_patch(repo: Path, patch: str, what: str) -> None:
 
 
 def diff(repo: Path, old: str, new: str, paths: list[str]) -> str:
-    """`git diff --binary old new -- paths` (every path when `paths` is empty)."""
+    """`git diff --binary old new -- paths` (every path when `paths` is empty), read through a quarantine."""
+    with quarantined(repo) as git_dir:
+        return diff_in(git_dir, old, new, paths)
+
+
+def diff_in(git_dir: Path, old: str, new: str, paths: list[str]) -> str:
+    """`diff` in a git directory of ours (a quarantine)."""
     flags = ["--binary", "--no-color", "--no-ext-diff", "--no-textconv", "--full-index"]
-    return git(["diff", *flags, old, new, "--", *paths], cwd=repo)
+    return git(["diff", *flags, old, new, "--", *paths], git_dir=git_dir)
+
+
+def commit_parts(git_dir: Path, sha: str) -> tuple[list[str], str]:
+    """A commit's parents and message from its raw object (`cat-file`: no signature check, no pretty-printing)."""
+    raw = git(["cat-file", "commit", sha], git_dir=git_dir)
+    header, _, message = raw.partition("\n\n")
+    parents = [line.split(" ", 1)[1] for line in header.splitlines() if line.startswith("parent ")]
+    return parents, message

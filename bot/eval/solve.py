@@ -19,7 +19,7 @@ from bot.eval.hostgit import GitFailed, base_checkout
 from bot.eval.tasks import EvalTask
 from bot.pipeline import execute
 from bot.pipeline.admit import agent_config_for, guidance, sandbox_config_for
-from bot.pipeline.change import Change
+from bot.pipeline.change import Change, ChangeCaps
 from bot.pipeline.execute import RunFailed
 from bot.pipeline.task import MAX_TASK_CHARS, cap, clean
 from bot.pipeline.testbed import SandboxFactory, SetupFailed, prepared
@@ -147,7 +147,10 @@ def run_attempt(
             # As the App takes it: the tree exported as files, diffed against the base by the host's own git.
             export = tmp / f"export-{run_id}"
             max_bytes = ctx.settings.max_export_bytes
-            change = execute.take_change(ready.sandbox, checkout, export, max_bytes=max_bytes, exclude=ready.excludes)
+            caps = ChangeCaps(ctx.settings.max_changed_files, ctx.settings.max_changed_bytes)
+            change = execute.take_change(
+                ready.sandbox, checkout, export, max_bytes=max_bytes, exclude=ready.excludes, caps=caps
+            )
     return Attempt(result, change, _stats(result) | {"model_seconds": round(model.seconds, 1)})
 
 

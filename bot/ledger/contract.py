@@ -41,7 +41,8 @@ class Ledger(Protocol):
         ...
 
     def record_pr_event(self, event: PrEvent) -> None:
-        """Record what happened to one of mini-fix's PRs (closed, merged, a person's push, a review)."""
+        """Record what happened to one of mini-fix's PRs (closed, merged, a person's push, a review); an event for
+        a PR no job of the ledger recorded is ignored."""
         ...
 
     def pr_outcomes(self) -> dict[tuple[str, int], dict[str, Any]]:

@@ -25,8 +25,20 @@ _PULL_URL = re.compile(r"/pull/(\d+)/?$")
 COLUMNS = "repo, pull, state, merged, human_pushes, approved, changes_requested, commented"
 
 
-def record(conn: Any, param: str, event: PrEvent) -> None:
-    """Upsert the PR's row for one event (`param` is the driver's placeholder)."""
+# Only a PR the App opened for a job: the ledger holds a job of that repository whose PR url ends in its number.
+_OURS = "SELECT 1 FROM jobs WHERE repo = ? AND pr_url LIKE ? LIMIT 1"
+
+
+def is_ours(conn: Any, param: str, repo: str, pull: int) -> bool:
+    """Whether the ledger recorded PR `pull` of `repo` for one of its jobs."""
+    return conn.execute(_OURS.replace("?", param), (repo, f"%/pull/{pull}")).fetchone() is not None
+
+
+def record(conn: Any, param: str, event: PrEvent) -> bool:
+    """Upsert the PR's row for one event (`param` is the driver's placeholder); False (nothing written) when the
+    PR is not one the ledger recorded for a job."""
+    if not is_ours(conn, param, event.repo, event.pull):
+        return False
     now = time.time()
     if event.kind in ("closed", "reopened"):
         state = "closed" if event.kind == "closed" else "open"
@@ -42,6 +54,7 @@ def record(conn: Any, param: str, event: PrEvent) -> None:
         )
         params = (event.repo, event.pull, now)
     conn.execute(text.replace("?", param), params)
+    return True
 
 
 def load(conn: Any) -> dict[tuple[str, int], dict[str, Any]]:

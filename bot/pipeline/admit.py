@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import structlog
@@ -29,14 +30,35 @@ RememberLabel = Callable[[str, "str | None"], None]
 log = structlog.get_logger(__name__)
 
 
-def reader(github: Callable[[int, str], GitHubGateway], installation_id: int, home: GitHubGateway, repo: str) -> Reader:
-    """Read config files with the installation: the job's own gateway for its repository, a new one for others."""
+@dataclass(frozen=True)
+class GitHubReader:
+    """Config files read with the installation: the job's own gateway for its repository, a new one for others."""
 
-    def read(target: str, path: str) -> str | None:
-        gh = home if target.casefold() == repo.casefold() else github(installation_id, target)
-        return gh.read_file(path)
+    github: Callable[[int, str], GitHubGateway]
+    installation_id: int
+    home: GitHubGateway
+    repo: str
 
-    return read
+    def _gateway(self, target: str) -> GitHubGateway:
+        return self.home if target.casefold() == self.repo.casefold() else self.github(self.installation_id, target)
+
+    def __call__(self, target: str, path: str) -> str | None:
+        """The file's text on `target`'s default branch, or None."""
+        return self._gateway(target).read_file(path)
+
+    def is_public(self, target: str) -> bool:
+        """Whether the installation can read `target` and it is public (False on any error)."""
+        try:
+            return not self._gateway(target).get_repo().private
+        except GitHubError:
+            return False
+
+
+def reader(
+    github: Callable[[int, str], GitHubGateway], installation_id: int, home: GitHubGateway, repo: str
+) -> GitHubReader:
+    """The job's config reader (see GitHubReader)."""
+    return GitHubReader(github, installation_id, home, repo)
 
 
 def effective_label(settings: Settings, config: RepoConfig) -> str:

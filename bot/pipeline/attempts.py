@@ -25,7 +25,7 @@ from bot.jobs import Outcome
 from bot.pipeline import execute, exits
 from bot.pipeline.candidates import Candidate
 from bot.pipeline.capacity import JobBudget, SandboxSlots
-from bot.pipeline.change import Change
+from bot.pipeline.change import Change, ChangeCaps
 from bot.pipeline.execute import EarlySandbox, RunFailed
 from bot.repo_config.schema import RepoConfig
 from bot.trajectory import TrajectoryWriter
@@ -94,6 +94,7 @@ class AttemptPlan:
     on_step: Callable[[int, StepEvent], None] = lambda _attempt, _event: None
     on_end: Callable[[int, str], None] = lambda _attempt, _how: None
     testing: dict[str, str] = field(default_factory=dict)  # the test command and how to run one test, for the task
+    caps: ChangeCaps = field(default_factory=ChangeCaps)  # what a tree may cost the worker before it is diffed
 
 
 class Attempts:
@@ -205,7 +206,7 @@ class Attempts:
                 )
                 _counted(candidate, attempt.result)
                 take = partial(execute.take_change, sandbox, checkout, export, max_bytes=plan.max_export_bytes,
-                               exclude=excludes)  # fmt: skip
+                               exclude=excludes, caps=plan.caps)  # fmt: skip
                 if plan.config.keep_partial_work and exits.limit_ended(attempt.result.exit_status):
                     candidate.partial = _partial(take)
                 execute.require_submission(attempt.result)

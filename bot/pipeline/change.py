@@ -20,6 +20,18 @@ DIFF_FLAGS = ("--binary", "--no-color", "--no-ext-diff", "--no-textconv", "--src
 
 
 @dataclass(frozen=True)
+class ChangeCaps:
+    """What an attempt's tree may cost the worker (the operator's MINIFIX_MAX_CHANGED_FILES / _BYTES)."""
+
+    files: int = 10_000
+    bytes: int = 64 << 20
+
+
+class ChangeTooLarge(Exception):
+    """The exported tree changes more files or bytes than the caps allow; the message says which and how much."""
+
+
+@dataclass(frozen=True)
 class Change:
     """What the agent changed, as the worker's git sees it."""
 
@@ -28,8 +40,9 @@ class Change:
     links: list[str]  # "path (symlink)", "path (gitlink)", ".gitmodules (submodule)", "x/.git (nested repository)"
 
 
-def compute_change(checkout: Path, tree: Path, *, exclude: str = "") -> Change:
-    """The change from the checkout's HEAD to the exported `tree`, in a throwaway index of the worker's clone."""
+def compute_change(checkout: Path, tree: Path, *, exclude: str = "", caps: ChangeCaps | None = None) -> Change:
+    """The change from the checkout's HEAD to the exported `tree`, in a throwaway index of the worker's clone;
+    ChangeTooLarge, before anything is hashed, when it goes past `caps`."""
     nested = [f"{p} (nested repository)" for p in _nested_git(tree)]
     with tempfile.TemporaryDirectory(prefix="mini-fix-index-") as tmp:
         excludes = Path(tmp) / "exclude"
@@ -37,11 +50,40 @@ def compute_change(checkout: Path, tree: Path, *, exclude: str = "") -> Change:
         env = {"GIT_DIR": str(checkout / ".git"), "GIT_WORK_TREE": str(tree), "GIT_INDEX_FILE": f"{tmp}/index"}
         run = partial(gitops.git_bytes, cwd=tree, env=env)
         run(["read-tree", "HEAD"], what="git read-tree")
+        if caps is not None:
+            _check_caps(run, tree, excludes, caps)
         run(["-c", f"core.excludesFile={excludes}", "add", "-A", "--", "."], what="git add")
         raw = run(["diff", "--cached", "--raw", "-z", "--no-renames", "--no-ext-diff", "HEAD"], what="git diff --raw")
         diff = run(["diff", "--cached", "--no-renames", *DIFF_FLAGS, "HEAD"], what="git diff")
     paths, links = _parse_raw(raw)
     return Change(diff.decode("utf-8", "surrogateescape"), paths, nested + links)
+
+
+def _check_caps(run: partial[bytes], tree: Path, excludes: Path, caps: ChangeCaps) -> None:
+    """Count what the tree adds (untracked, not excluded), deletes or resizes, from listings and `lstat` alone."""
+    others = run(
+        ["-c", f"core.excludesFile={excludes}", "ls-files", "-z", "--others", "--exclude-standard"], what="git ls-files"
+    )
+    added = [p for p in others.split(b"\0") if p]
+    files, size = len(added), sum(_size(tree / os.fsdecode(p)) for p in added[: caps.files + 1])
+    for entry in filter(None, run(["ls-tree", "-r", "-z", "-l", "HEAD"], what="git ls-tree").split(b"\0")):
+        meta, _, name = entry.partition(b"\t")
+        was = meta.split()[3]
+        now = _size(tree / os.fsdecode(name), missing=-1)
+        if now == -1 or not was.isdigit() or now != int(was):
+            files, size = files + 1, size + max(now, 0)
+    if files > caps.files or size > caps.bytes:
+        raise ChangeTooLarge(
+            f"the attempt's tree changes {files} files and {size} bytes; this deployment takes at most "
+            f"{caps.files} files and {caps.bytes} bytes (MINIFIX_MAX_CHANGED_FILES, MINIFIX_MAX_CHANGED_BYTES)"
+        )
+
+
+def _size(path: Path, missing: int = 0) -> int:
+    try:
+        return path.lstat().st_size
+    except OSError:
+        return missing
 
 
 def setup_excludes(listing: str) -> str:

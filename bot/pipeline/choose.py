@@ -70,7 +70,10 @@ def dropped_notes(c: Candidate) -> list[str]:
     notes = []
     if c.dropped is not None and c.dropped.unparsed:
         files = ", ".join(c.dropped.unparsed)
-        notes.append(f"whether it drops tests in {files} cannot be told: not valid Python before or after the change")
+        notes.append(
+            f"whether it drops tests in {files} cannot be told: "
+            "not valid Python before or after the change, or too costly to parse"
+        )
     if c.dropped is not None and c.dropped.unchecked:
         files = ", ".join(c.dropped.unchecked)
         notes.append(f"{files}: not checked for dropped tests (only Python test files are)")

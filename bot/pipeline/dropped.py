@@ -1,43 +1,57 @@
-"""Existing tests a change drops: test functions and methods of the base commit's test files gone after it.
+"""Existing tests a change drops: test functions and methods of the base commit's test files gone or emptied after it.
 
 Decided on the worker from its own trees: the base file from the checkout's git objects at the base commit, the
-changed one from the tree the worker's git built from the host's diff. Both are parsed with Python's `ast` (read,
-never imported or run); nothing the sandbox says is used. Python files only: a test file in another language is
-listed as not checked, and a Python file that does not parse on either side as one the App cannot tell about.
+changed one from the tree the worker's git built from the host's diff. Python files are read by `pyscan` (`ast` in
+a limited child process; never imported or run); a test file in another language is listed as not checked, and
+a Python file that does not parse on either side, or is too costly to parse, as one the App cannot tell about.
 Go, Rust, Java and JavaScript files go to their line scanners (`test_scanners.py`) through `_other_language`.
-A test that moved to another of the change's test files (the same `Class::test_x` defined there) is not dropped.
+
+A base test counts as dropped when it is gone from its file, or emptied there (its body now only `pass`/`...`/a
+docstring, or no assertion left where it had one), unless a test of the same name with an equivalent body is
+defined in one of the change's test files. Equivalent: the same `ast.dump` of the body without its docstring (so
+layout and comments do not matter, any changed statement does).
 """
 
 from __future__ import annotations
 
-import ast
 import posixpath
-from collections.abc import Iterator, Sequence
+import threading
+from collections.abc import Sequence
 from pathlib import Path
 
-from bot.pipeline import gitops, reproduce, test_scanners, trees
+from bot.pipeline import gitops, pyscan, reproduce, test_scanners, trees
 from bot.pipeline.candidates import DroppedTests
+from bot.pipeline.pyscan import TestBody, TestMap
 
 MAX_BYTES = 2 << 20  # a larger test file is not parsed: the App cannot tell
 _REGULAR = {"100644", "100755"}
 
 
-def dropped_tests(checkout: Path, after: Path, paths: Sequence[str], test_paths: Sequence[str]) -> DroppedTests:
-    """The tests present in the base commit's test files among `paths` and gone from them in `after`."""
+def dropped_tests(
+    checkout: Path,
+    after: Path,
+    paths: Sequence[str],
+    test_paths: Sequence[str],
+    cancel: threading.Event | None = None,
+) -> DroppedTests:
+    """The tests of the base commit's test files among `paths` gone or emptied in `after`; once `cancel` is set,
+    the files not yet read are listed as ones the App cannot tell about."""
     found = DroppedTests()
     tests = [p for p in paths if reproduce.matches(p, test_paths) or test_scanners.holds_tests(p)]
     existing = _at_base(checkout, tests)
-    moved = _defined_anywhere(after, tests)  # a test moved to another of the change's test files is kept
+    now = {p: _tests_after(after, p, cancel) for p in tests if p.endswith(".py")}
+    everywhere = _bodies_by_name(now)  # a test moved to another of the change's test files, unchanged, is kept
     for path, (blob, size) in sorted(existing.items()):
         if not path.endswith(".py"):
             _other_language(found, checkout, after, path, (blob, size), tests)
             continue
-        before = None if size > MAX_BYTES else defined_tests(_blob(checkout, blob))
-        now = _names_after(after, path)
-        if before is None or now is None:
+        stopped = cancel is not None and cancel.is_set()
+        before = None if stopped or size > MAX_BYTES else find_tests(path, _blob(checkout, blob))
+        later = now.get(path)
+        if before is None or later is None:
             found.unparsed.append(path)
             continue
-        found.tests += [f"{path}::{name}" for name in sorted(before - now - moved)]
+        found.tests += [f"{path}::{name}" for name in sorted(lost(before, later, everywhere))]
     return found
 
 
@@ -66,33 +80,39 @@ def _read_after(tree: Path, path: str) -> bytes | None:
         return file.read(MAX_BYTES + 1)
 
 
-def _defined_anywhere(after: Path, paths: list[str]) -> set[str]:
-    """The test names (`Class::test_x`, without the file) of every Python test file among `paths` in `after`."""
-    names: set[str] = set()
-    for path in paths:
-        if path.endswith(".py"):
-            names |= _names_after(after, path) or set()
-    return names
+def find_tests(path: str, source: bytes) -> TestMap | None:
+    """The tests one file defines (the per-language step; Python only here); None: cannot tell."""
+    return pyscan.python_tests(source, MAX_BYTES) if path.endswith(".py") else None
+
+
+def lost(before: TestMap, after: TestMap, everywhere: dict[str, set[str]]) -> list[str]:
+    """The base tests gone from `after` or emptied there, with no equivalent body of the same name anywhere."""
+    return [
+        name
+        for name, body in before.items()
+        if (name not in after or emptied(body, after[name])) and body.fingerprint not in everywhere.get(name, set())
+    ]
+
+
+def emptied(before: TestBody, after: TestBody) -> bool:
+    """A body reduced to nothing (`pass`, `...`, a docstring), or left without the assertion it had."""
+    return (after.trivial and not before.trivial) or (before.asserts and not after.asserts)
+
+
+def _bodies_by_name(maps: dict[str, TestMap | None]) -> dict[str, set[str]]:
+    """Every test name in the change's test files after it, with the fingerprints of its bodies there."""
+    bodies: dict[str, set[str]] = {}
+    for tests in maps.values():
+        for name, body in (tests or {}).items():
+            bodies.setdefault(name, set()).add(body.fingerprint)
+    return bodies
 
 
 def defined_tests(source: bytes) -> set[str] | None:
     """Test functions (`test_x`) and methods (`Class::test_y`) defined in a Python file; None when it is not valid
-    Python (or too large to read): then nobody can tell which tests it holds."""
-    if len(source) > MAX_BYTES:
-        return None
-    try:
-        module = ast.parse(source)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):  # ValueError: a NUL byte
-        return None
-    return set(_names(module.body, ""))
-
-
-def _names(body: list[ast.stmt], prefix: str) -> Iterator[str]:
-    for node in body:
-        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name.startswith("test"):
-            yield prefix + node.name
-        elif isinstance(node, ast.ClassDef):
-            yield from _names(node.body, f"{prefix}{node.name}::")
+    Python (or too large or too costly to read): then nobody can tell which tests it holds."""
+    tests = pyscan.python_tests(source, MAX_BYTES)
+    return None if tests is None else set(tests)
 
 
 def _at_base(checkout: Path, paths: list[str]) -> dict[str, tuple[str, int]]:
@@ -118,13 +138,13 @@ def _blob(checkout: Path, blob: str) -> bytes:
     return gitops.git_bytes(["cat-file", "blob", blob], cwd=checkout, what="git cat-file")
 
 
-def _names_after(tree: Path, path: str) -> set[str] | None:
-    """The test names of `path` in `tree`: none left when the change deleted it (or made it a link)."""
+def _tests_after(tree: Path, path: str, cancel: threading.Event | None) -> TestMap | None:
+    """The tests of `path` in `tree`: none left when the change deleted it (or made it a link)."""
     if not trees.present(tree, path):
-        return set()
-    if (tree / path).stat().st_size > MAX_BYTES:
+        return {}
+    if (cancel is not None and cancel.is_set()) or (tree / path).stat().st_size > MAX_BYTES:
         return None
-    return defined_tests((tree / path).read_bytes())
+    return find_tests(path, (tree / path).read_bytes())
 
 
 def _looks_like_tests(path: str) -> bool:

@@ -15,7 +15,7 @@ from bot.agent.model_base import Model
 from bot.github.gateway import GitHubGateway, RepoInfo
 from bot.jobs import Job, Outcome
 from bot.pipeline import gitops
-from bot.pipeline.change import Change, compute_change, setup_excludes
+from bot.pipeline.change import Change, ChangeCaps, ChangeTooLarge, compute_change, setup_excludes
 from bot.pipeline.exits import SUBMITTED, exit_for
 from bot.pipeline.missing import missing_tool
 from bot.trajectory import TrajectoryWriter
@@ -192,12 +192,16 @@ def run_agent(
         raise RunFailed(Outcome.AGENT_CRASHED, f"{type(exc).__name__}: {exc}") from exc
 
 
-def take_change(sandbox: Sandbox, checkout: Path, dest: Path, *, max_bytes: int, exclude: str = "") -> Change:
+def take_change(
+    sandbox: Sandbox, checkout: Path, dest: Path, *, max_bytes: int, exclude: str = "", caps: ChangeCaps | None = None
+) -> Change:
     """The agent's change: the tree taken out as files (capped), diffed against the clone by the worker's git."""
     with sandbox_errors():
         sandbox.export_tree(dest, max_bytes=max_bytes)
     try:
-        return compute_change(checkout, dest, exclude=exclude)
+        return compute_change(checkout, dest, exclude=exclude, caps=caps)
+    except ChangeTooLarge as exc:
+        raise RunFailed(Outcome.LIMITS, str(exc)) from exc
     except gitops.GitError as exc:
         raise RunFailed(Outcome.SANDBOX_FAILED, f"the change could not be read: {exc}") from exc
 

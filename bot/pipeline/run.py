@@ -26,6 +26,7 @@ from bot.pipeline.admit import (
 )
 from bot.pipeline.capacity import JobBudget, SandboxSlots
 from bot.pipeline.ceilings import attempts_for, clamp
+from bot.pipeline.change import ChangeCaps
 from bot.pipeline.choose import dropped_notes, dropped_text, evidence
 from bot.pipeline.control import run_control
 from bot.pipeline.deferral import rate_limited
@@ -274,6 +275,7 @@ def _plan(state: RunState, deps: PipelineDeps, sandbox_config: SandboxConfig) ->
         config=state.config,
         networked=setup_networked(state.config, settings),
         max_export_bytes=settings.max_export_bytes,
+        caps=ChangeCaps(settings.max_changed_files, settings.max_changed_bytes),
         trajectory_path=lambda run_id: settings.data_dir / "runs" / run_id / "trajectory.json",
         meta={
             "repo": state.job.repo,

@@ -128,7 +128,7 @@ class _Bench:
             return None
         files = reproduce.test_files(c.change.paths, self.repo.test_paths, lambda p: trees.present(after, p))
         try:
-            c.dropped = dropped.dropped_tests(self.checkout, after, c.change.paths, self.repo.test_paths)
+            c.dropped = dropped.dropped_tests(self.checkout, after, c.change.paths, self.repo.test_paths, self.cancel)
         except (GitError, OSError):
             log.warning("dropped_tests_not_checked", attempt=c.index, exc_info=True)
         return _Built(c, after, files, reproduce.runnable(self.repo, files))

@@ -2,16 +2,23 @@
 
 The file on the repository's default branch, else the one in the owner's `.github` repository, else the built-in
 defaults. A file may say `_extends: [owner/]repo[:path]` to build on another file, which is merged under it.
+
+Which files `_extends` may name (Probot reads any file the installation can; we are narrower, since an org-wide
+install can read private repositories the config's author cannot): a YAML file under `.github/` (`.yml`/`.yaml`)
+in the job's own repository, the owner's `.github` repository (the org's designated home for shared settings, as
+GitHub and Probot treat it), or a public repository; the App must be able to read it too. An error in a file of
+another repository names the file and line only: its content is never quoted, nor its keys listed.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 import yaml
 from pydantic import ValidationError
+from yaml.nodes import MappingNode
 
 from bot.agent.config import deep_merge
 from bot.repo_config.schema import RepoConfig
@@ -22,6 +29,29 @@ MAX_DEPTH = 10
 
 Reader = Callable[[str, str], "str | None"]
 """(owner/name, path) -> the file's text on the default branch, or None when there is none."""
+
+IsPublic = Callable[[str], bool]
+"""owner/name -> whether it is a public repository the App can read (False when unknown)."""
+
+
+@runtime_checkable
+class PublicAwareReader(Protocol):
+    """A Reader that can also tell whether a repository is public (the App's GitHub reader)."""
+
+    def __call__(self, repo: str, path: str) -> str | None:
+        """The file's text on the default branch, or None."""
+        ...
+
+    def is_public(self, repo: str) -> bool:
+        """Whether `repo` is a public repository the App can read."""
+        ...
+
+
+def _never(_: str) -> bool:
+    return False
+
+
+EXTENDS_SUFFIXES = (".yml", ".yaml")
 
 
 class ConfigError(Exception):
@@ -40,19 +70,39 @@ class LoadedConfig:
     sources: tuple[str, ...] = ()
 
 
-def load_repo_config(repo: str, read: Reader) -> LoadedConfig:
-    """The effective config of `repo` (owner/name); raises ConfigError for a bad file or `_extends`."""
+@dataclass(frozen=True)
+class _Chain:
+    """What every file of one lookup shares: the job's repository, how to read, which repositories are public."""
+
+    home: str
+    read: Reader
+    public: IsPublic
+
+    def quotes(self, repo: str) -> bool:
+        """Whether an error may quote this repository's file (only the job's own repository's)."""
+        return repo.casefold() == self.home.casefold()
+
+    def may_extend(self, repo: str) -> bool:
+        """The job's repository, the owner's `.github` repository, or a public one."""
+        org = f"{self.home.split('/', 1)[0]}/{ORG_REPO}"
+        return repo.casefold() in (self.home.casefold(), org.casefold()) or self.public(repo)
+
+
+def load_repo_config(repo: str, read: Reader | PublicAwareReader) -> LoadedConfig:
+    """The effective config of `repo` (owner/name); raises ConfigError for a bad file or `_extends`. Without
+    `is_public` on the reader, no repository counts as public (only this one and the owner's `.github`)."""
     owner = repo.split("/", 1)[0]
+    chain = _Chain(repo, read, read.is_public if isinstance(read, PublicAwareReader) else _never)
     for candidate in (repo, f"{owner}/{ORG_REPO}"):
         text = read(candidate, CONFIG_PATH)
         if text is not None:
-            data, sources = _resolve(candidate, CONFIG_PATH, text, read, ())
+            data, sources = _resolve(chain, candidate, CONFIG_PATH, text, ())
             return LoadedConfig(RepoConfig.model_validate(data), sources)
     return LoadedConfig(RepoConfig())
 
 
 def _resolve(
-    repo: str, path: str, text: str, read: Reader, seen: tuple[str, ...]
+    chain: _Chain, repo: str, path: str, text: str, seen: tuple[str, ...]
 ) -> tuple[dict[str, Any], tuple[str, ...]]:
     """One file merged over what it extends; `seen` holds the files already on this chain."""
     source = f"{repo}:{path}"
@@ -60,19 +110,33 @@ def _resolve(
         raise ConfigError(seen[0], "`_extends` loops: " + " -> ".join([*seen, source]))
     if len(seen) >= MAX_DEPTH:
         raise ConfigError(seen[0], f"`_extends` goes more than {MAX_DEPTH} files deep")
-    data = _parse(source, text)
+    quote = chain.quotes(repo)
+    data = _parse(source, text, quote)
     extends = data.pop("_extends", None)
-    _validate(source, data)
+    _validate(source, data, text, quote)
     if extends is None:
         return data, (source,)
     if not isinstance(extends, str) or not extends.strip():
         raise ConfigError(source, "`_extends` must be a string: `repo`, `owner/repo` or `owner/repo:path`")
     base_repo, base_path = parse_extends(extends, repo.split("/", 1)[0])
-    base_text = read(base_repo, base_path)
+    _check_target(chain, source, extends, base_repo, base_path)
+    base_text = chain.read(base_repo, base_path)
     if base_text is None:
         raise ConfigError(source, f"`_extends: {extends}` names {base_repo}:{base_path}, which does not exist")
-    base, sources = _resolve(base_repo, base_path, base_text, read, (*seen, source))
+    base, sources = _resolve(chain, base_repo, base_path, base_text, (*seen, source))
     return deep_merge(base, data), (source, *sources)
+
+
+def _check_target(chain: _Chain, source: str, extends: str, repo: str, path: str) -> None:
+    """Refuse an `_extends` target that is not a YAML file under `.github/` of a repository we may read from."""
+    parts = path.split("/")
+    if parts[0] != ".github" or len(parts) < 2 or ".." in parts or "" in parts or not path.endswith(EXTENDS_SUFFIXES):
+        raise ConfigError(source, f"`_extends: {extends}` must name a `.yml` or `.yaml` file under `.github/`")
+    if not chain.may_extend(repo):
+        # The same words whether the repository is private, missing or unreadable: nothing is learnt about it.
+        org = f"{chain.home.split('/', 1)[0]}/{ORG_REPO}"
+        allowed = f"it may name only this repository, {org} or a public repository the App can read"
+        raise ConfigError(source, f"`_extends: {extends}` names {repo}; {allowed}")
 
 
 def parse_extends(value: str, owner: str) -> tuple[str, str]:
@@ -82,11 +146,15 @@ def parse_extends(value: str, owner: str) -> tuple[str, str]:
     return repo, path.strip() or CONFIG_PATH
 
 
-def _parse(source: str, text: str) -> dict[str, Any]:
+def _parse(source: str, text: str, quote: bool) -> dict[str, Any]:
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
-        raise ConfigError(source, f"not valid YAML: {exc}") from exc
+        if quote:
+            raise ConfigError(source, f"not valid YAML: {exc}") from exc
+        mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+        where = f" (line {mark.line + 1})" if mark is not None else ""
+        raise ConfigError(source, f"not valid YAML{where}") from None
     if data is None:
         return {}
     if not isinstance(data, dict):
@@ -94,11 +162,23 @@ def _parse(source: str, text: str) -> dict[str, Any]:
     return data
 
 
-def _validate(source: str, data: dict[str, Any]) -> None:
+def _validate(source: str, data: dict[str, Any], text: str, quote: bool) -> None:
     try:
         RepoConfig.model_validate(data)
     except ValidationError as exc:
-        raise ConfigError(source, describe(exc)) from exc
+        if quote:
+            raise ConfigError(source, describe(exc)) from exc
+        lines = _key_lines(text, {str(e["loc"][0]) for e in exc.errors(include_url=False) if e["loc"]})
+        where = ", ".join(f"line {n}" for n in lines) or "the top level"
+        raise ConfigError(source, f"not a valid mini-fix config at {where}") from None
+
+
+def _key_lines(text: str, keys: set[str]) -> list[int]:
+    """The line numbers of these top-level keys in a YAML mapping (already parsed once, so it composes)."""
+    node = yaml.compose(text, Loader=yaml.SafeLoader)
+    if not isinstance(node, MappingNode):
+        return []
+    return sorted({k.start_mark.line + 1 for k, _ in node.value if str(k.value) in keys})
 
 
 def describe(exc: ValidationError) -> str:

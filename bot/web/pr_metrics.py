@@ -29,8 +29,8 @@ class ClosedPrSource:
         outcomes = self.ledger.pr_outcomes()
         runs = self._pr_runs()
         for (repo, pull), outcome in outcomes.items():
-            if outcome["state"] in ("merged", "closed"):
-                model = self._model(runs.get((repo, pull), ""))
+            if outcome["state"] in ("merged", "closed") and (repo, pull) in runs:  # only rows joined to a job
+                model = self._model(runs[(repo, pull)])
                 yield repo, model, bool(outcome["merged"]), outcome["human_pushes"] > 0
 
     def _pr_runs(self) -> dict[tuple[str, int], str]:
@@ -38,8 +38,8 @@ class ClosedPrSource:
             if time.monotonic() - self._read_at > JOBS_TTL:
                 runs: dict[tuple[str, int], str] = {}
                 for job in reversed(self.ledger.list(limit=JOB_SCAN)):  # oldest first: the newest run wins
-                    if job.run_id and (pull := pull_of(job.pr_url)) is not None:
-                        runs[(job.repo, pull)] = job.run_id
+                    if (pull := pull_of(job.pr_url)) is not None:
+                        runs[(job.repo, pull)] = job.run_id or ""
                 self._runs, self._read_at = runs, time.monotonic()
             return self._runs
 

@@ -7,6 +7,8 @@ from bot.settings import Settings
 from bot.webhooks.decision import Decision, Payload, dig, dig_int, dig_str, from_bot, ignore
 
 BRANCH_PREFIX = "mini-fix/"
+# Review verdicts counted only from people GitHub says belong to the repository (see `_event`).
+REVIEWER_ASSOCIATIONS = {"OWNER", "MEMBER", "COLLABORATOR"}
 PR_ACTIONS = {"closed": "closed", "reopened": "reopened", "synchronize": "human_push"}
 
 
@@ -20,6 +22,9 @@ def decide(payload: Payload, _settings: Settings, _delivery_id: str) -> Decision
         return ignore("payload lacks installation.id, repository.full_name or pull_request.number")
     if not (dig_str(payload, "pull_request", "head", "ref") or "").startswith(BRANCH_PREFIX):
         return ignore("not a mini-fix pull request")
+    head_repo = dig_str(payload, "pull_request", "head", "repo", "full_name") or ""
+    if head_repo.casefold() != repo.casefold():  # a fork's branch may be named mini-fix/... too
+        return ignore("the pull request's head is not in the repository (a fork's)")
     if from_bot(payload):
         return ignore("sent by a bot (mini-fix's own pushes are not a person's)")
     event = _event(payload, installation_id, repo, pull, sender)
@@ -33,6 +38,9 @@ def _event(payload: Payload, installation_id: int, repo: str, pull: int, sender:
     if "review" in payload:
         state = (dig_str(payload, "review", "state") or "").lower()
         if action != "submitted" or state not in REVIEW_STATES:
+            return None
+        # The webhook path asks GitHub nothing; a drive-by reviewer's verdict (NONE, CONTRIBUTOR, ...) is left out.
+        if (dig_str(payload, "review", "author_association") or "").upper() not in REVIEWER_ASSOCIATIONS:
             return None
         return PrEvent(installation_id, repo, pull, "review", sender, review=state)
     kind = PR_ACTIONS.get(action)

@@ -273,7 +273,12 @@ def test_pr_outcomes_accumulate_per_pull_request(ledger: Any) -> None:
         PrEvent(77, "octo/widgets", 9, "review", "bob", review="approved"),
         PrEvent(77, "octo/widgets", 9, "closed", "bob", merged=True),
         PrEvent(77, "octo/widgets", 10, "closed", "bob"),
+        PrEvent(77, "octo/widgets", 11, "closed", "eve"),  # no job of the ledger opened it: not recorded
     ]
+    for pull, issue in ((9, 1), (10, 2)):
+        job = ledger.submit(request(issue=issue, delivery=f"pr-{pull}")).job
+        assert ledger.claim(job.id, "w1", 60) is not None
+        ledger.finish(job.id, "w1", JobStatus.SUCCEEDED, pr_url=f"https://github.com/octo/widgets/pull/{pull}")
     for event in events:
         ledger.record_pr_event(event)
     outcomes = ledger.pr_outcomes()
@@ -283,7 +288,7 @@ def test_pr_outcomes_accumulate_per_pull_request(ledger: Any) -> None:
         "human_pushes": 2,
         "reviews": {"approved": 1, "changes_requested": 0, "commented": 0},
     }
-    assert outcomes[("octo/widgets", 10)]["state"] == "closed"
+    assert outcomes[("octo/widgets", 10)]["state"] == "closed" and ("octo/widgets", 11) not in outcomes
 
 
 def test_one_signed_body_records_one_job_on_any_replica(ledger: Any, settings: Settings) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ipaddress
 import socket
 import uuid
 from collections.abc import Callable, Iterator
@@ -11,6 +12,7 @@ import docker
 import pytest
 
 from sandbox.docker import DockerSandbox
+from sandbox.setup_proxy import DENIED_NETWORKS
 from tests.integration.conftest import IMAGE
 
 pytestmark = pytest.mark.docker
@@ -110,7 +112,7 @@ def host_listener() -> Iterator[int]:
 @pytest.fixture
 def setup_sandbox(start_sandbox: Callable[..., DockerSandbox], world: World) -> Iterator[DockerSandbox]:
     """A sandbox in its setup phase whose proxy allows the test's hosts (and the host's gateway, to show it fails)."""
-    hosts = [".allowed.test", world.gateway, "169.254.169.254"]
+    hosts = [".allowed.test", world.gateway, "169.254.169.254", "ip6-localhost", "ip6-loopback", "localhost"]
     sandbox = start_sandbox(network=True, setup_hosts=hosts, setup_upstream_network=world.upstream)
     assert sandbox._proxy is not None
     sandbox.client.api.connect_container_to_network(sandbox._proxy.container_id, world.private)
@@ -129,6 +131,26 @@ def test_a_host_not_on_the_list_is_refused(setup_sandbox: DockerSandbox, world: 
 
 def test_an_allowed_name_on_a_private_address_is_refused(setup_sandbox: DockerSandbox) -> None:
     assert setup_sandbox.execute(FETCH + "http://internal.allowed.test/").output == "403"
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://ip6-localhost/",
+        "http://ip6-loopback/",
+        "http://localhost/",
+        "http://[::1]/",
+        "http://[::ffff:127.0.0.1]/",
+        "http://[::ffff:7f00:1]/",
+        "http://[fe80::1]/",
+        "http://[fd00::1]/",
+        "http://[fc00::1]/",
+    ],
+)
+def test_allowed_names_and_literals_on_ipv6_loopback_link_local_or_unique_local_are_refused(
+    setup_sandbox: DockerSandbox, url: str
+) -> None:
+    assert setup_sandbox.execute(FETCH + url).output == "403"
 
 
 def test_the_host_and_cloud_metadata_are_refused_even_when_listed(setup_sandbox: DockerSandbox, world: World) -> None:
@@ -156,3 +178,12 @@ def test_setup_processes_die_and_the_network_goes_before_the_agent(setup_sandbox
     assert "sleep 4242" not in left and "sleep 4343" not in left
     assert setup_sandbox.execute("tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d ' '").output.split() == ["lo"]
     assert not setup_sandbox.client.api.containers(all=True, filters={"id": proxy.container_id})
+
+
+@pytest.mark.parametrize(
+    "address", ["::1", "::", "fe80::1", "febf::1", "fc00::1", "fd12:3456::1", "::ffff:127.0.0.1", "::ffff:10.0.0.1"]
+)
+def test_every_ipv6_loopback_link_local_unique_local_and_mapped_address_is_in_the_denied_ranges(address: str) -> None:
+    ip = ipaddress.ip_address(address)
+    assert ip.is_loopback or ip.is_link_local or ip.is_private or ip.is_unspecified or ip.ipv4_mapped
+    assert any(ip in ipaddress.ip_network(net) for net in DENIED_NETWORKS)

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from bot.jobs import JobKind
+from bot.jobs import JobKind, JobRequest, JobStatus
 from bot.ledger.sqlite.ledger import SqliteLedger
 from bot.settings import Settings
 from bot.webhooks import decide
@@ -197,6 +197,10 @@ def test_one_review_with_inline_comments_records_one_job(
 ) -> None:
     review = _review(examples, "CHANGES_REQUESTED")
     review_id = review["review"]["id"]
+    repo = review["repository"]["full_name"]
+    fix = ledger.submit(JobRequest(JobKind.FIX, 77, repo, 3, "ada", "d-fix")).job  # the job that opened PR #9
+    assert ledger.claim(fix.id, "w1", 60) is not None
+    ledger.finish(fix.id, "w1", JobStatus.SUCCEEDED, pr_url=f"https://github.com/{repo}/pull/9", run_id="r1")
     answers = [
         deliver(client, "pull_request_review_comment", _review_comment(examples, review_id)),
         deliver(client, "pull_request_review", review),
@@ -204,8 +208,7 @@ def test_one_review_with_inline_comments_records_one_job(
     ]
     assert [a.json()["action"] for a in answers] == ["enqueue", "enqueue", "enqueue"]
     assert [a.json()["created"] for a in answers] == [True, False, False]
-    assert [j.kind for j in ledger.list()] == [JobKind.REVIEW]
-    repo = review["repository"]["full_name"]
+    assert sorted(j.kind for j in ledger.list()) == sorted([JobKind.FIX, JobKind.REVIEW])  # one review, one job
     assert ledger.pr_outcomes()[(repo, 9)]["reviews"]["changes_requested"] == 1
 
 

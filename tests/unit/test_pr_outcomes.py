@@ -39,6 +39,7 @@ def _pr(examples: Examples, action: str, **changes: Any) -> dict[str, Any]:
 def _review(examples: Examples, state: str) -> dict[str, Any]:
     payload = _ours(next(p for p in examples("pull_request_review") if p["action"] == "submitted"))
     payload["review"]["state"] = state
+    payload["review"]["author_association"] = "COLLABORATOR"
     return payload
 
 
@@ -46,6 +47,7 @@ def test_outcomes_are_recorded_from_real_deliveries(
     client: TestClient, deliver: Deliver, examples: Examples, ledger: SqliteLedger
 ) -> None:
     repo = _pr(examples, "closed")["repository"]["full_name"]
+    _job_with_pr(ledger, repo, 3, JobKind.FIX, "run1")  # only a PR the ledger recorded for a job is counted
     synchronize = {**_pr(examples, "closed"), "action": "synchronize"}
     answers = [
         deliver(client, "pull_request", synchronize),

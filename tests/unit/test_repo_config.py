@@ -70,16 +70,16 @@ def test_a_repository_file_wins_over_the_org_file_without_extends(github: FakeGi
 
 
 def test_extends_merges_across_repositories_and_paths_deeply(github: FakeGitHub) -> None:
-    github.add_repo("acme", ".github", {CONFIG: "_extends: shared:configs/base.yml\nlimits:\n  tokens: 5000\n"})
+    github.add_repo("acme", ".github", {CONFIG: "_extends: shared:.github/base.yml\nlimits:\n  tokens: 5000\n"})
     github.add_repo(
-        "acme", "shared", {"configs/base.yml": "label: base\nlimits:\n  steps: 7\n  tokens: 9\nsetup: [a, b]\n"}
+        "acme", "shared", {".github/base.yml": "label: base\nlimits:\n  steps: 7\n  tokens: 9\nsetup: [a, b]\n"}
     )
     commit_files(github, REPO, {CONFIG: "_extends: .github\nlimits:\n  steps: 30\nsetup: [c]\n"})
     loaded = load(github)
     assert loaded.config.label == "base"  # from the bottom of the chain
     assert (loaded.config.limits.steps, loaded.config.limits.tokens) == (30, 5000)  # deep merge, nearest wins
     assert loaded.config.setup == ["c"]  # lists replace
-    assert loaded.sources == (f"{REPO}:{CONFIG}", f"acme/.github:{CONFIG}", "acme/shared:configs/base.yml")
+    assert loaded.sources == (f"{REPO}:{CONFIG}", f"acme/.github:{CONFIG}", "acme/shared:.github/base.yml")
 
 
 def test_an_extends_loop_is_an_error_naming_the_chain(github: FakeGitHub) -> None:
@@ -107,12 +107,31 @@ def test_extends_naming_a_missing_file_is_an_error(github: FakeGitHub) -> None:
         ("label: [unclosed\n", "not valid YAML"),
     ],
 )
-def test_an_invalid_file_says_what_and_where(github: FakeGitHub, text: str, expected: str) -> None:
+def test_an_invalid_file_of_the_repository_says_what_and_where(github: FakeGitHub, text: str, expected: str) -> None:
+    commit_files(github, REPO, {CONFIG: text})
+    with pytest.raises(ConfigError) as error:
+        load(github)
+    assert error.value.source == f"{REPO}:{CONFIG}" and expected in error.value.message
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("enabled: true\nlabell: x\n", "not a valid mini-fix config at line 2"),
+        ("limits:\n  steps: many\n", "not a valid mini-fix config at line 1"),
+        ("- a list\n", "the file must be a YAML mapping, not a list"),
+        ("label: ok\nlabel2: [unclosed\n", "not valid YAML (line 3)"),
+    ],
+)
+def test_an_invalid_file_of_another_repository_names_only_file_and_line(
+    github: FakeGitHub, text: str, expected: str
+) -> None:
+    # Change on purpose (issue 22): another repository's keys and lines are never quoted back.
     github.add_repo("acme", ".github", {CONFIG: "_extends: shared\n"})
     github.add_repo("acme", "shared", {CONFIG: text})
     with pytest.raises(ConfigError) as error:
         load(github)
-    assert error.value.source == f"acme/shared:{CONFIG}" and expected in error.value.message
+    assert error.value.source == f"acme/shared:{CONFIG}" and error.value.message == expected
 
 
 def test_parse_extends_defaults() -> None:

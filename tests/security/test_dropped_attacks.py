@@ -1,0 +1,68 @@
+"""Getting rid of a failing test, or stalling the worker's dropped-tests check, with the files an agent may write."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import pytest
+
+from bot.pipeline import pyscan, trees
+from bot.pipeline.candidates import DroppedTests
+from bot.pipeline.dropped import MAX_BYTES, dropped_tests
+from bot.repo_config.schema import RepoConfig
+from tests.support.candidates import FIX, calc_base, candidate
+
+GLOBS = RepoConfig().test_paths
+OPS = "tests/test_ops.py"
+HEAD = "import unittest\n\nfrom calc import mul\n\n\nclass MulTest(unittest.TestCase):\n    def test_mul(self):\n"
+KEPT = HEAD + "        self.assertEqual(mul(2, 3), 6)\n"
+
+
+def _check(tmp_path: Path, *files: tuple[str, str | None], cancel: threading.Event | None = None) -> DroppedTests:
+    base = calc_base(tmp_path)
+    change = candidate(base, 9, *files).change
+    assert change is not None
+    trees.base_tree(base, tmp_path / "after")
+    trees.apply(tmp_path / "after", change.diff)
+    return dropped_tests(base, tmp_path / "after", change.paths, GLOBS, cancel)
+
+
+@pytest.mark.parametrize(
+    "body",
+    ["        pass\n", "        ...\n", '        """Checks mul."""\n', "        mul(2, 3)\n"],
+    ids=["pass", "ellipsis", "docstring", "no-assertion"],
+)
+def test_a_test_emptied_in_place_is_dropped(tmp_path: Path, body: str) -> None:
+    found = _check(tmp_path, FIX, (OPS, HEAD + body))
+    assert found.tests == [f"{OPS}::MulTest::test_mul"]
+
+
+def test_a_test_deleted_and_redefined_empty_elsewhere_is_dropped(tmp_path: Path) -> None:
+    found = _check(tmp_path, FIX, (OPS, None), ("tests/test_moved.py", HEAD + "        pass\n"))
+    assert found.tests == [f"{OPS}::MulTest::test_mul"]
+
+
+def test_a_test_moved_with_an_equivalent_body_or_reformatted_is_kept(tmp_path: Path) -> None:
+    reformatted = KEPT.replace("mul(2, 3), 6)", "mul(2,  3),   6)  # same statements")
+    found = _check(tmp_path, FIX, (OPS, None), ("tests/test_moved.py", reformatted))
+    assert found.tests == [] and found.unparsed == []
+
+
+@pytest.mark.parametrize(
+    "source",
+    [b"x=1\n" * (MAX_BYTES // 4 - 1), b"t = (" + b"1," * (MAX_BYTES // 2 - 8) + b")\n"],
+    ids=["many-lines", "huge-tuple"],
+)
+def test_a_file_costly_to_parse_cannot_be_told_and_does_not_stall(tmp_path: Path, source: bytes) -> None:
+    assert len(source) <= MAX_BYTES
+    assert pyscan.python_tests(source, MAX_BYTES) is None  # the limited child gave up, the worker did not parse
+    found = _check(tmp_path, FIX, (OPS, source.decode()))
+    assert found.unparsed == [OPS] and found.tests == []
+
+
+def test_a_stopped_job_reads_no_more_files(tmp_path: Path) -> None:
+    stop = threading.Event()
+    stop.set()
+    found = _check(tmp_path, FIX, (OPS, HEAD + "        pass\n"), cancel=stop)
+    assert found.unparsed == [OPS] and found.tests == []
