@@ -54,6 +54,10 @@ class Settings(BaseSettings):
     """Public base URL of this App, used for links to run pages."""
     sandbox_image: str = "mini-fix-sandbox:latest"
     """Default sandbox image; a repository's config may name another."""
+    sandbox_base_image: str = "mini-fix-base:bookworm"
+    """Base the sandbox image is built on when it is missing and cannot be pulled (present, pulled or imported)."""
+    sandbox_base_rootfs: Path | None = None
+    """A root filesystem tarball imported as the base when it is not on the engine (the App's image sets it)."""
     workers: int = Field(default_factory=lambda: max(1, (os.cpu_count() or 2) // 2))
     """Jobs one worker process runs at once (default: one per two cores)."""
     operator_token: SecretStr | None = None

@@ -27,7 +27,9 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--no-worker", action="store_true", help="API only; run `mini-fix worker` elsewhere")
 
     worker = sub.add_parser("worker", help="a worker process only")
-    worker.add_argument("--metrics-port", type=int, help="serve this worker's /metrics on this port (all interfaces)")
+    worker.add_argument(
+        "--metrics-port", type=int, help="serve this worker's /metrics, /healthz and /readyz on this port (all interfaces)"
+    )
 
     run = sub.add_parser("run", help="run the agent on a local checkout in the sandbox, no GitHub")
     run.add_argument("--repo", type=Path, required=True, help="path of a git checkout (never modified)")
@@ -88,9 +90,9 @@ def _wire_worker(settings: Settings) -> Worker:
 def _worker(settings: Settings, args: argparse.Namespace) -> int:
     worker = _wire_worker(settings)
     if args.metrics_port:
-        from bot import metrics
+        from bot.worker.health_server import serve
 
-        metrics.serve(args.metrics_port)
+        serve(args.metrics_port, worker.readiness)
     stop = threading.Event()
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: stop.set())

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
+from functools import partial
 
 import structlog
 
@@ -24,6 +25,7 @@ from bot.pipeline.deps import PipelineDeps
 from bot.pipeline.run import run_pipeline
 from bot.settings import Settings
 from bot.trajectory_store import shared_saver
+from bot.worker.images import SandboxImages
 from bot.worker.labels import LabelKeeper
 from bot.worker.notices import gave_up_notifier
 from bot.worker.pool import Worker, build_worker
@@ -42,6 +44,9 @@ def wire_worker(settings: Settings) -> Worker:
     worker = build_worker(settings, runner, on_gave_up=gave_up_notifier(github), ledger=ledger)
     worker.housekeeping = sweep_sandboxes
     worker.warm_ups.append(import_job_modules)
+    images = SandboxImages(settings)  # before the first job: pulled or built on this worker's engine if missing
+    worker.warm_ups.append(partial(images.ensure_until_ready, worker.stopping))
+    worker.checks["sandbox_image"] = images.check
     if settings.create_labels:
         worker.chores.append(LabelKeeper(settings, ledger, github).run)
     return worker
