@@ -28,7 +28,9 @@ def _parser() -> argparse.ArgumentParser:
 
     worker = sub.add_parser("worker", help="a worker process only")
     worker.add_argument(
-        "--metrics-port", type=int, help="serve this worker's /metrics, /healthz and /readyz on this port (all interfaces)"
+        "--metrics-port",
+        type=int,
+        help="serve this worker's /metrics, /healthz and /readyz on this port (all interfaces)",
     )
 
     run = sub.add_parser("run", help="run the agent on a local checkout in the sandbox, no GitHub")

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import functools
-from functools import partial
 import gc
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
+from functools import partial
 from typing import Any
 
 from fastapi import FastAPI, Request, Response

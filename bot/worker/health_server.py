@@ -15,13 +15,16 @@ Readiness = Callable[[], dict[str, str | None]]
 def readiness_answer(problems: dict[str, str | None]) -> tuple[int, dict[str, object]]:
     """The status code and JSON body of a readiness probe: 200 when no check has a problem, else 503."""
     failing = {name: problem for name, problem in problems.items() if problem is not None}
-    body: dict[str, object] = {"ready": not failing, "checks": {name: problem or "ok" for name, problem in problems.items()}}
+    body: dict[str, object] = {
+        "ready": not failing,
+        "checks": {name: problem or "ok" for name, problem in problems.items()},
+    }
     return (503 if failing else 200), body
 
 
 def _handler(readiness: Readiness) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:  # noqa: N802 (http.server's name)
+        def do_GET(self) -> None:
             path = self.path.split("?", 1)[0]
             if path == "/metrics":
                 content, content_type = metrics.render()
@@ -43,7 +46,7 @@ def _handler(readiness: Readiness) -> type[BaseHTTPRequestHandler]:
             self.end_headers()
             self.wfile.write(content)
 
-        def log_message(self, format: str, *args: object) -> None:  # noqa: A002 (probes every few seconds: quiet)
+        def log_message(self, format: str, *args: object) -> None:
             return
 
     return Handler

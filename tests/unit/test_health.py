@@ -49,7 +49,10 @@ def test_a_worker_is_not_ready_before_its_warm_ups_nor_while_a_check_fails(worke
 
 
 def test_readiness_answer_is_503_with_each_check_named() -> None:
-    assert readiness_answer({"ledger": None, "queue": None}) == (200, {"ready": True, "checks": {"ledger": "ok", "queue": "ok"}})
+    assert readiness_answer({"ledger": None, "queue": None}) == (
+        200,
+        {"ready": True, "checks": {"ledger": "ok", "queue": "ok"}},
+    )
     status, body = readiness_answer({"ledger": None, "engine": "no Docker engine"})
     assert status == 503 and body == {"ready": False, "checks": {"ledger": "ok", "engine": "no Docker engine"}}
 
