@@ -50,7 +50,16 @@ def _parser() -> argparse.ArgumentParser:
         "tests choose",
     )
 
-    setup = sub.add_parser("setup", help="create the GitHub App from app.yml and save its credentials to .env")
+    setup = sub.add_parser(
+        "setup",
+        help="create the GitHub App from app.yml and save its credentials to .env",
+        description="Create the GitHub App from app.yml with GitHub's manifest flow and save its id, private key "
+        "and webhook secret to the env file (mode 0600), with the settings below when you set them.",
+        epilog="Settings read from the environment and saved to the env file too: MINIFIX_GITHUB_API_URL "
+        "(GitHub Enterprise Server: https://HOST/api/v3; default https://api.github.com) and MINIFIX_PUBLIC_URL "
+        "(where GitHub sends webhooks: PUBLIC_URL/webhook; the App's run links). Inside a git work tree the env "
+        "file and the key must be ignored by git, or setup refuses to write them.",
+    )
     setup.add_argument("--port", type=int, default=3333, help="port of the local setup page on 127.0.0.1")
     setup.add_argument("--org", help="create the App in this organisation (default: your user account)")
     setup.add_argument("--env-file", type=Path, default=Path(".env"), help="where the credentials are written")
@@ -143,9 +152,14 @@ def _export(settings: Settings, args: argparse.Namespace) -> int:
 
 
 def _setup(settings: Settings, args: argparse.Namespace) -> int:
-    from bot.web.setup import SetupFlow, install_url, serve
+    from bot.web.setup import SetupError, SetupFlow, install_url, serve
 
     flow = SetupFlow(settings, f"http://127.0.0.1:{args.port}/callback", args.env_file, org=args.org)
+    try:
+        flow.check_files()
+    except SetupError as exc:
+        print(f"mini-fix setup: {exc}", file=sys.stderr)
+        return 2
     server, done = serve(flow, args.port)
     print(f"Open http://127.0.0.1:{args.port}/ in a browser on this machine to create the GitHub App.")
     try:
