@@ -15,9 +15,9 @@ import pytest
 import respx
 from fastapi.testclient import TestClient
 
+from bot.cli.main import _parser
 from bot.settings import Settings
 from bot.web.app import create_app
-from bot.cli.main import _parser
 from bot.web.setup import SetupError, SetupFlow, passed_settings, serve, web_url
 from tests.support.fake_github import throwaway_key
 
