@@ -171,14 +171,15 @@ class Settings(BaseSettings):
         return secret
 
     def require_private_key(self) -> str:
-        """The App's private key PEM, or a SettingsError naming the variables."""
+        """The App's private key PEM, or a SettingsError naming the variables (also when it is not a PEM key)."""
         if self.private_key is not None and self.private_key.get_secret_value().strip():
-            return self.private_key.get_secret_value().replace("\\n", "\n")
+            return _pem_key(self.private_key.get_secret_value().replace("\\n", "\n"), "MINIFIX_PRIVATE_KEY")
         if self.private_key_path is not None:
             try:
-                return self.private_key_path.read_text()
-            except OSError as exc:
+                text = self.private_key_path.read_text()
+            except (OSError, UnicodeDecodeError) as exc:
                 raise SettingsError(f"MINIFIX_PRIVATE_KEY_PATH={self.private_key_path} cannot be read: {exc}") from exc
+            return _pem_key(text, f"MINIFIX_PRIVATE_KEY_PATH={self.private_key_path}")
         raise SettingsError("Set MINIFIX_PRIVATE_KEY (PEM text) or MINIFIX_PRIVATE_KEY_PATH (a .pem file).")
 
     @cached_property
@@ -207,3 +208,17 @@ def _password(url: str | None) -> str:
     if not url:
         return ""
     return urlsplit(url).password or ""
+
+
+def _pem_key(text: str, where: str) -> str:
+    """`text` when it is a PEM private key; else a SettingsError that says where it came from, never its content."""
+    from cryptography.hazmat.primitives.serialization import load_pem_private_key
+
+    try:
+        load_pem_private_key(text.encode(), password=None)
+    except (ValueError, TypeError) as exc:  # not PEM, a public key or certificate, or a passphrase-protected key
+        raise SettingsError(
+            f"{where} is not an unencrypted PEM private key ({type(exc).__name__}); use the .pem file GitHub "
+            "generated for the App (Settings -> Developer settings -> GitHub Apps -> Private keys)"
+        ) from None
+    return text

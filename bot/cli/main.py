@@ -22,7 +22,12 @@ def _parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
 
     serve = sub.add_parser("serve", help="webhook server, with an embedded worker unless --no-worker")
-    serve.add_argument("--host", default="0.0.0.0")
+    serve.add_argument(
+        "--host",
+        default="127.0.0.1",
+        help="address to listen on (default 127.0.0.1: this host only, e.g. behind a local reverse proxy or a "
+        "tunnel); 0.0.0.0 to accept connections from other hosts, as the App's image, compose and k8s do",
+    )
     serve.add_argument("--port", type=int, default=3000)
     serve.add_argument("--no-worker", action="store_true", help="API only; run `mini-fix worker` elsewhere")
 

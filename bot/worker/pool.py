@@ -72,6 +72,7 @@ class Worker:
         ]
         for thread in self._threads:
             thread.start()
+        metrics.WORKER_SLOTS.labels(role="worker").set(max(1, self.settings.workers))
         log.info("worker started", worker_id=self.worker_id, slots=self.settings.workers)
 
     def stop(self, timeout: float = 30.0) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 import urllib.request
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from fastapi.testclient import TestClient
@@ -99,3 +100,22 @@ def test_a_worker_serves_its_own_metrics_port() -> None:
         text = response.read().decode()
     assert "minifix_jobs_running" in text and "minifix_job_queue_wait_seconds_bucket" in text
     assert _parser().parse_args(["worker", "--metrics-port", str(port)]).metrics_port == port
+
+
+def test_only_a_process_with_a_worker_exports_its_slots_for_the_per_worker_panel(
+    settings: Settings, ledger: SqliteLedger, job_queue: JobQueue
+) -> None:
+    runner = lambda job, cancel: JobOutcome(JobStatus.SUCCEEDED)  # noqa: E731
+    worker = Worker(settings.model_copy(update={"workers": 3}), ledger, job_queue, runner)
+    worker.start()
+    try:
+        assert 'minifix_worker_slots{role="worker"} 3.0' in metrics.render()[0].decode()
+    finally:
+        worker.stop()
+    panel = "sum by (instance) (minifix_jobs_running and on (instance) minifix_worker_slots)"
+    assert panel in (Path(__file__).resolve().parents[2] / "deploy" / "grafana" / "mini-fix.json").read_text()
+
+
+def test_serve_listens_on_this_host_only_unless_told_otherwise() -> None:
+    assert _parser().parse_args(["serve"]).host == "127.0.0.1"
+    assert _parser().parse_args(["serve", "--host", "0.0.0.0"]).host == "0.0.0.0"

@@ -1,0 +1,48 @@
+"""The App's private key is checked when it is read: anything but an unencrypted PEM key is refused, saying where."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from pydantic import SecretStr
+
+from bot.cli.main import main
+from bot.settings import Settings, SettingsError
+from tests.support.fake_github import throwaway_key
+
+
+def test_a_pem_key_is_accepted_from_text_or_file(tmp_path: Path) -> None:
+    key = throwaway_key()
+    assert Settings(private_key=SecretStr(key.replace("\n", "\\n")), _env_file=None).require_private_key() == key
+    path = tmp_path / "app.pem"
+    path.write_text(key)
+    assert Settings(private_key_path=path, _env_file=None).require_private_key() == key
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "ghp_notakey",
+        "-----BEGIN RSA PRIVATE KEY-----\nreplace with the App's private key\n-----END RSA PRIVATE KEY-----\n",
+    ],
+)
+def test_text_that_is_not_a_pem_key_is_refused_without_echoing_it(tmp_path: Path, text: str) -> None:
+    with pytest.raises(SettingsError, match="MINIFIX_PRIVATE_KEY is not an unencrypted PEM private key") as raised:
+        Settings(private_key=SecretStr(text), _env_file=None).require_private_key()
+    assert "replace with" not in str(raised.value) and "ghp_" not in str(raised.value)
+    path = tmp_path / "key.pem"
+    path.write_bytes(b"\x89PNG\r\n")  # a wrong file: not even text
+    with pytest.raises(SettingsError, match="cannot be read"):
+        Settings(private_key_path=path, _env_file=None).require_private_key()
+
+
+def test_a_worker_with_a_non_pem_key_refuses_to_start(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "key.pem").write_text("not a key\n")
+    monkeypatch.chdir(tmp_path)
+    for name, value in {"APP_ID": "1", "PRIVATE_KEY_PATH": "key.pem", "DATA_DIR": str(tmp_path / "data")}.items():
+        monkeypatch.setenv(f"MINIFIX_{name}", value)
+    assert main(["worker"]) == 2
+    assert "MINIFIX_PRIVATE_KEY_PATH=key.pem is not an unencrypted PEM private key" in capsys.readouterr().err
