@@ -6,7 +6,7 @@
 # fetches the weights (1.1 GB); everything is cached, so a second run starts in seconds. Needs root for dockerd.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-export LITELLM_LOCAL_MODEL_COST_MAP=True
+export LITELLM_LOCAL_MODEL_COST_MAP=True PYTHONUNBUFFERED=1  # progress lines show as they happen, even piped
 SIZE="${MINIFIX_REAL_MODEL_SIZE:-1.5b}"
 work="$(mktemp -d /tmp/mini-fix-demo.XXXXXX)"
 demo_started=$SECONDS

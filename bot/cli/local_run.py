@@ -66,6 +66,19 @@ def model_config(config: MiniFixAgentConfig, request: LocalRunRequest, settings:
     return resolve_model_config(config, settings).model_copy(update={k: v for k, v in flags.items() if v})
 
 
+SELF_HOSTED_PREFIXES = ("hosted_vllm/",)  # litellm knows no endpoint of its own for these
+
+
+def missing_api_base(model: ModelConfig) -> str | None:
+    """Why the run cannot reach its model before trying for minutes: a self-hosted model name with no address."""
+    if model.api_base or not model.model_name.startswith(SELF_HOSTED_PREFIXES):
+        return None
+    return (
+        f"model {model.model_name} is served by your own server, and no address is set: pass --api-base "
+        "http://HOST:PORT/v1 or set MINIFIX_MODEL_API_BASE (scripts/ensure-model.sh start prints one for a CPU model)"
+    )
+
+
 def sandbox_config(config: MiniFixAgentConfig, request: LocalRunRequest, settings: Settings) -> SandboxConfig:
     """The config's environment section over the deployment's image; --image wins over both."""
     sandbox = config.environment.to_sandbox_config(deployment_sandbox(settings))
@@ -132,6 +145,9 @@ def run_local(request: LocalRunRequest, settings: Settings) -> int:
     output = request.output or Path("out") / run_id
     config = agent_config(request, settings)
     model = model_config(config, request, settings)
+    if problem := missing_api_base(model):
+        print(f"mini-fix: {problem}", file=sys.stderr)
+        return 2
     count, note = attempt_count(request, settings)
     if note:
         print(f"mini-fix: note: {note}", file=sys.stderr)

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
+import pytest
+
 from bot.cli.local_run import LocalRunRequest, attempt_count
 from bot.settings import Settings
 
@@ -19,3 +21,18 @@ def test_attempts_above_the_ceiling_are_clamped_with_a_note(tmp_path: Path) -> N
     assert attempt_count(replace(request, attempts=0), settings) == (1, "")  # 0: the deployment's default, 1
     from_env = settings.model_copy(update={"attempts": 4})
     assert attempt_count(replace(request, attempts=None), from_env) == (3, f"`MINIFIX_ATTEMPTS=4` {CEILING}")
+
+
+def test_a_self_hosted_model_without_an_address_is_refused_at_once(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from bot.agent.config import ModelConfig
+    from bot.cli.local_run import missing_api_base, run_local
+    from tests.support.buggy_repos import CALC, build
+
+    assert missing_api_base(ModelConfig(model_name="hosted_vllm/x", api_base="http://h:8000/v1")) is None
+    assert missing_api_base(ModelConfig(model_name="anthropic/claude")) is None  # litellm knows its endpoint
+    settings = Settings(data_dir=tmp_path / "data", model="hosted_vllm/mini-fix", _env_file=None)
+    request = LocalRunRequest(repo=build(CALC, tmp_path / "calc"), task="fix add", output=tmp_path / "out")
+    assert run_local(request, settings) == 2  # before any sandbox or model call, not after minutes of retries
+    assert "pass --api-base" in capsys.readouterr().err and not (tmp_path / "out").exists()
