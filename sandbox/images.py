@@ -14,6 +14,7 @@ from typing import Any
 
 import docker
 from docker.errors import APIError, DockerException, ImageNotFound
+from docker.utils import parse_repository_tag
 
 from sandbox.base import ImageMissing
 from sandbox.engine import translated
@@ -76,8 +77,8 @@ def ensure_base(client: docker.DockerClient, source: ImageSource, progress: Prog
             "is configured (MINIFIX_SANDBOX_BASE_ROOTFS); pre-build it with scripts/ensure-docker.sh or docker load it"
         )
     progress(f"importing base image {base} from {rootfs} ({rootfs.stat().st_size // 2**20} MiB)")
-    repository, _, tag = base.rpartition(":") if ":" in base.rsplit("/", 1)[-1] else (base, "", "latest")
-    client.api.import_image_from_file(str(rootfs), repository=repository, tag=tag, changes=[BASE_CMD])
+    repository, tag = parse_repository_tag(base)
+    client.api.import_image_from_file(str(rootfs), repository=repository, tag=tag or "latest", changes=[BASE_CMD])
     if not exists(client, base):
         raise ImageMissing(f"importing {rootfs} as {base!r} left no such image on the engine")
     return "imported"
