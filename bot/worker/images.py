@@ -4,10 +4,16 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING
 
 import structlog
 
 from bot.settings import Settings
+
+if TYPE_CHECKING:
+    from docker import DockerClient
 
 RETRY_SECONDS = 30.0
 
@@ -49,19 +55,29 @@ class SandboxImages:
                 log.warning("sandbox image not ready", image=self.name, error=self._problem, retry_in=RETRY_SECONDS)
             stopping.wait(RETRY_SECONDS)
 
+    def check_engine(self) -> None:
+        """Raise while the worker's Docker engine does not answer."""
+        with self._client() as client:
+            client.ping()
+
     def check(self) -> None:
-        """Raise while the image is not known to exist; also checks that the engine still answers and has it."""
+        """Raise while the image is not known to exist, or when it has gone from the engine since."""
         if not self._ready.is_set():
             raise RuntimeError(f"sandbox image {self.name}: {self._problem}")
-        from sandbox.engine import connect, translated
         from sandbox.images import exists
+
+        with self._client() as client:
+            if not exists(client, self.name):
+                raise RuntimeError(f"sandbox image {self.name} is no longer on the engine")
+
+    @contextmanager
+    def _client(self) -> Iterator[DockerClient]:
+        from sandbox.engine import connect, translated
 
         with translated(self.name):
             client = connect()
             try:
-                client.ping()
-                if not exists(client, self.name):
-                    raise RuntimeError(f"sandbox image {self.name} is no longer on the engine")
+                yield client
             finally:
                 client.close()
 

@@ -46,6 +46,7 @@ def wire_worker(settings: Settings) -> Worker:
     worker.warm_ups.append(import_job_modules)
     images = SandboxImages(settings)  # before the first job: pulled or built on this worker's engine if missing
     worker.warm_ups.append(partial(images.ensure_until_ready, worker.stopping))
+    worker.checks["docker_engine"] = images.check_engine
     worker.checks["sandbox_image"] = images.check
     if settings.create_labels:
         worker.chores.append(LabelKeeper(settings, ledger, github).run)

@@ -77,6 +77,7 @@ def test_the_worker_makes_its_configured_image_and_readiness_follows(
     made.append(images.name)
     with pytest.raises(RuntimeError, match="not checked yet"):
         images.check()
+    images.check_engine()
     assert images.ensure() == "built"
     images.check()
     docker_client.images.remove(images.name, force=True)

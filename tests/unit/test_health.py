@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from fastapi.testclient import TestClient
@@ -109,3 +111,27 @@ def test_a_worker_port_serves_metrics_liveness_and_readiness(worker: Worker) -> 
 )
 def test_the_healthcheck_probes_the_port_of_the_containers_role(argv: list[str], port: int | None) -> None:
     assert role_port(argv) == port
+
+
+def test_a_worker_without_an_engine_is_not_ready_and_says_where_it_looked(
+    settings: Settings, worker: Worker, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from bot.worker.images import SandboxImages
+
+    monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path}/no-engine.sock")
+    images = SandboxImages(settings)
+    worker.checks.update(docker_engine=images.check_engine, sandbox_image=images.check)
+    worker.ready.set()
+    problems = worker.readiness()
+    assert problems["docker_engine"] is not None and "no-engine.sock" in problems["docker_engine"]
+    assert problems["sandbox_image"] == f"RuntimeError: sandbox image {settings.sandbox_image}: not checked yet"
+    stopping = threading.Event()
+    retrying = threading.Thread(target=images.ensure_until_ready, args=(stopping,))
+    retrying.start()  # fails, then waits to retry: the failure is what readiness reports meanwhile
+    deadline = time.monotonic() + 20
+    while "not checked yet" in (worker.readiness()["sandbox_image"] or "") and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert "no Docker engine at unix://" in (worker.readiness()["sandbox_image"] or "")
+    stopping.set()  # a stopping worker ends the retries at once
+    retrying.join(5)
+    assert not retrying.is_alive()
