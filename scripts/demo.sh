@@ -11,12 +11,13 @@ SIZE="${MINIFIX_REAL_MODEL_SIZE:-1.5b}"
 work="$(mktemp -d /tmp/mini-fix-demo.XXXXXX)"
 demo_started=$SECONDS
 
-step() {  # step NAME COMMAND...: run it, then say how long it took
-    local name="$1" started=$SECONDS
+step() {  # step NAME COMMAND...: run it, say how long it took; its exit status (set -e is off under `||`)
+    local name="$1" started=$SECONDS status=0
     shift
     echo "demo: == $name"
-    "$@"
-    echo "demo: -- $name: $((SECONDS - started))s"
+    "$@" || status=$?
+    echo "demo: -- $name: $((SECONDS - started))s (exit $status)"
+    return "$status"
 }
 
 stop_model() { [[ "${DEMO_KEEP_MODEL:-}" == 1 ]] || scripts/ensure-model.sh stop >/dev/null 2>&1 || true; }
@@ -50,7 +51,10 @@ from tests.support.buggy_repos import CALC, resolved
 
 work = Path(sys.argv[1])
 trajectory = json.loads((work / "out" / "trajectory.json").read_text())
-for step in steps_from_messages(trajectory["messages"]):
+steps = steps_from_messages(trajectory["messages"])
+if not steps:  # a reply without exactly one command block is not kept (mini-swe-agent's rule): nothing ran
+    print("\n--- no command ran: every reply broke the one-command format (a small model does; try the 1.5b)")
+for step in steps:
     print(f"\n--- step {step.n} ({step.kind}, exit {step.returncode})")
     print(f"$ {step.command}" if step.command else step.thought[:400])
     print((step.output or "")[:600])
