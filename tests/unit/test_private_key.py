@@ -7,7 +7,6 @@ from pathlib import Path
 import pytest
 from pydantic import SecretStr
 
-from bot.cli.main import main
 from bot.settings import Settings, SettingsError
 from tests.support.fake_github import throwaway_key
 
@@ -37,12 +36,10 @@ def test_text_that_is_not_a_pem_key_is_refused_without_echoing_it(tmp_path: Path
         Settings(private_key_path=path, _env_file=None).require_private_key()
 
 
-def test_a_worker_with_a_non_pem_key_refuses_to_start(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_a_worker_with_a_non_pem_key_refuses_to_start(tmp_path: Path) -> None:
+    from bot.worker.wiring import wire_worker  # what `mini-fix worker` and `serve` build first (exit 2 on this error)
+
     (tmp_path / "key.pem").write_text("not a key\n")
-    monkeypatch.chdir(tmp_path)
-    for name, value in {"APP_ID": "1", "PRIVATE_KEY_PATH": "key.pem", "DATA_DIR": str(tmp_path / "data")}.items():
-        monkeypatch.setenv(f"MINIFIX_{name}", value)
-    assert main(["worker"]) == 2
-    assert "MINIFIX_PRIVATE_KEY_PATH=key.pem is not an unencrypted PEM private key" in capsys.readouterr().err
+    settings = Settings(app_id=1, private_key_path=tmp_path / "key.pem", data_dir=tmp_path / "data", _env_file=None)
+    with pytest.raises(SettingsError, match=r"key\.pem is not an unencrypted PEM private key"):
+        wire_worker(settings)
