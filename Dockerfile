@@ -8,8 +8,23 @@
 # It talks to the Docker engine through DOCKER_HOST or the mounted socket (add the socket's group to the container).
 ARG BASE_IMAGE=python:3.11-slim
 
+# The sandbox image's offline base: this base's own root filesystem as a tarball, which a worker imports into an
+# empty engine (a Kubernetes DinD sidecar) to build the sandbox image there with no registry. WITH_SANDBOX_BASE=0
+# leaves it out (an empty file) for hosts that pull or pre-load the sandbox image instead.
+FROM ${BASE_IMAGE} AS sandbox-base
+ARG WITH_SANDBOX_BASE=1
+# tar exits 1 for "file changed as we read it" (the tarball itself grows under /): only a higher code is an error.
+RUN set -eu; \
+    if [ "$WITH_SANDBOX_BASE" = 1 ]; then \
+        rc=0; tar -C / -czf /tmp/sandbox-base.tar.gz --warning=no-file-changed --one-file-system --exclude='./tmp/*' --exclude='./proc/*' --exclude='./sys/*' \
+            --exclude='./dev/*' --exclude=./etc/hostname --exclude=./etc/hosts --exclude=./etc/resolv.conf . || rc=$?; \
+        [ "$rc" -le 1 ]; \
+    else : >/tmp/sandbox-base.tar.gz; fi
+
 FROM ${BASE_IMAGE} AS build
 COPY build/wheelhouse /wheels
+# The byte-compiling import below loads litellm, which would otherwise try to download its price list.
+ENV LITELLM_LOCAL_MODEL_COST_MAP=True
 RUN set -eux; \
     pip_wheel="$(ls /wheels/pip-*.whl | head -n1)"; \
     python3 "$pip_wheel/pip" install --no-index --find-links /wheels --no-compile --no-warn-script-location \
@@ -35,6 +50,7 @@ RUN set -eux; \
     (getent passwd mini-fix || useradd --system --uid 10001 --gid mini-fix --home-dir /var/lib/mini-fix \
         --create-home --shell /usr/sbin/nologin mini-fix)
 COPY --from=build /opt/mini-fix /opt/mini-fix
+COPY --from=sandbox-base /tmp/sandbox-base.tar.gz /opt/mini-fix/sandbox-base.tar.gz
 # bot/render.py and bot/agent/config.py read the templates next to the packages.
 COPY prompts /opt/mini-fix/site-packages/prompts
 ENV PYTHONPATH=/opt/mini-fix/site-packages \
@@ -43,11 +59,14 @@ ENV PYTHONPATH=/opt/mini-fix/site-packages \
     PYTHONDONTWRITEBYTECODE=1 \
     LITELLM_LOCAL_MODEL_COST_MAP=True \
     MINIFIX_DATA_DIR=/var/lib/mini-fix \
+    MINIFIX_SANDBOX_BASE_ROOTFS=/opt/mini-fix/sandbox-base.tar.gz \
     MINIFIX_LOG_FORMAT=json
 USER mini-fix
 WORKDIR /opt/mini-fix
 VOLUME /var/lib/mini-fix
 EXPOSE 3000
-HEALTHCHECK --interval=30s --timeout=5s CMD python3 -c "import urllib.request as u; u.urlopen('http://127.0.0.1:3000/healthz', timeout=4)"
+# Per role: serve's --port, a worker's --metrics-port (read from the container's command); ready = ledger, queue,
+# and for a worker its Docker engine and sandbox image (built on first start: give it time).
+HEALTHCHECK --interval=30s --timeout=5s --start-period=300s CMD ["python3", "-m", "bot.healthcheck", "/readyz"]
 ENTRYPOINT ["mini-fix"]
 CMD ["serve", "--host", "0.0.0.0", "--port", "3000"]

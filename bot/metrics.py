@@ -45,6 +45,11 @@ FOLLOWUPS = Counter(
     "minifix_followups_total", "Follow-up jobs ended, by trigger (ci, review) and final status.", ["trigger", "outcome"]
 )
 JOBS_RUNNING = Gauge("minifix_jobs_running", "Jobs this process is running now.")
+# Only a process with a worker exports it (a labelled gauge has no series until set): dashboards select workers
+# with it, so API-only replicas, whose minifix_jobs_running is always 0, are not counted as workers.
+WORKER_SLOTS = Gauge(
+    "minifix_worker_slots", "Job slots of this process's worker (absent in API-only processes).", ["role"]
+)
 JOB_SECONDS = Histogram(
     "minifix_job_duration_seconds",
     "Wall time of one job run (claim to outcome), by kind.",

@@ -7,7 +7,7 @@ import os
 import warnings
 from functools import cached_property
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Literal
 from urllib.parse import urlsplit
 
 from pydantic import AliasChoices, Field, SecretStr, field_validator, model_validator
@@ -70,6 +70,13 @@ class Settings(BaseSettings):
     """Public base URL of this App, used for links to run pages."""
     sandbox_image: str = "mini-fix-sandbox:latest"
     """Default sandbox image; a repository's config may name another."""
+    sandbox_base_image: str = "mini-fix-base:bookworm"
+    """Base the sandbox image is built on when it is missing and cannot be pulled (present, pulled or imported)."""
+    sandbox_base_rootfs: Path | None = None
+    """A root filesystem tarball imported as the base when it is not on the engine (the App's image sets it)."""
+    sandbox_profile: Literal["polyglot", "slim"] = "polyglot"
+    """The toolchains of a sandbox image the worker builds itself: polyglot (Python, Node.js, Go, Rust, Java) or
+    slim (Python only); the same MINIFIX_SANDBOX_PROFILE scripts/ensure-docker.sh reads."""
     workers: int = Field(default_factory=lambda: max(1, (os.cpu_count() or 2) // 2))
     """Jobs one worker process runs at once (default: one per two cores)."""
     operator_token: SecretStr | None = None
@@ -234,14 +241,15 @@ class Settings(BaseSettings):
         return secret
 
     def require_private_key(self) -> str:
-        """The App's private key PEM, or a SettingsError naming the variables."""
+        """The App's private key PEM, or a SettingsError naming the variables (also when it is not a PEM key)."""
         if self.private_key is not None and self.private_key.get_secret_value().strip():
-            return self.private_key.get_secret_value().replace("\\n", "\n")
+            return _pem_key(self.private_key.get_secret_value().replace("\\n", "\n"), "MINIFIX_PRIVATE_KEY")
         if self.private_key_path is not None:
             try:
-                return self.private_key_path.read_text()
-            except OSError as exc:
+                text = self.private_key_path.read_text()
+            except (OSError, UnicodeDecodeError) as exc:
                 raise SettingsError(f"MINIFIX_PRIVATE_KEY_PATH={self.private_key_path} cannot be read: {exc}") from exc
+            return _pem_key(text, f"MINIFIX_PRIVATE_KEY_PATH={self.private_key_path}")
         raise SettingsError("Set MINIFIX_PRIVATE_KEY (PEM text) or MINIFIX_PRIVATE_KEY_PATH (a .pem file).")
 
     @property
@@ -275,3 +283,17 @@ def _password(url: str | None) -> str:
     if not url:
         return ""
     return urlsplit(url).password or ""
+
+
+def _pem_key(text: str, where: str) -> str:
+    """`text` when it is a PEM private key; else a SettingsError that says where it came from, never its content."""
+    from cryptography.hazmat.primitives.serialization import load_pem_private_key
+
+    try:
+        load_pem_private_key(text.encode(), password=None)
+    except (ValueError, TypeError) as exc:  # not PEM, a public key or certificate, or a passphrase-protected key
+        raise SettingsError(
+            f"{where} is not an unencrypted PEM private key ({type(exc).__name__}); use the .pem file GitHub "
+            "generated for the App (Settings -> Developer settings -> GitHub Apps -> Private keys)"
+        ) from None
+    return text

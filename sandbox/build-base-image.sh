@@ -10,12 +10,25 @@ packages="git,python3,ca-certificates,bash,coreutils,procps"
 root="$(mktemp -d /tmp/mini-fix-rootfs.XXXXXX)"
 trap 'rm -rf "$root"' EXIT
 
-echo "debootstrap bookworm ($packages) from $mirror into $root"
-debootstrap --variant=minbase --include="$packages" bookworm "$root" "$mirror" >/tmp/mini-fix-debootstrap.log 2>&1 || {
-    echo "debootstrap failed; see /tmp/mini-fix-debootstrap.log" >&2
-    tail -n 20 /tmp/mini-fix-debootstrap.log >&2
+log=/tmp/mini-fix-debootstrap.log
+echo "debootstrap bookworm ($packages) from $mirror into $root (1-4 minutes; log: $log)"
+started=$SECONDS
+debootstrap --variant=minbase --include="$packages" bookworm "$root" "$mirror" >"$log" 2>&1 &
+pid=$!
+# A line every 15 s: debootstrap's own stage ("I: Retrieving …", "I: Unpacking …", "I: Configuring …") and the time.
+while kill -0 "$pid" 2>/dev/null; do
+    sleep 1
+    if (( (SECONDS - started) % 15 == 0 )); then
+        stage="$(grep '^I: ' "$log" | tail -n 1 | cut -c4-80)"
+        echo "debootstrap: $((SECONDS - started))s ${stage:-starting}"
+    fi
+done
+wait "$pid" || {
+    echo "debootstrap failed; see $log" >&2
+    tail -n 20 "$log" >&2
     exit 1
 }
+echo "debootstrap: done in $((SECONDS - started))s"
 # Keep the image small: package lists and caches are not needed at run time.
 rm -rf "$root"/var/cache/apt/archives/*.deb "$root"/var/lib/apt/lists/*
 

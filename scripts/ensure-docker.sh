@@ -77,30 +77,41 @@ start_engine() {
 
 image_exists() { docker image inspect "$1" >/dev/null 2>&1; }
 
+# docker build with one line per Dockerfile step (not the steps' own output) and the time it took.
+build_image() {
+    local name="$1" context="$2" started=$SECONDS rc
+    shift 2
+    set +e
+    DOCKER_BUILDKIT=0 docker build --build-arg "BASE_IMAGE=$base_image" "$@" -t "$name" "$context" 2>&1 \
+        | grep --line-buffered -E '^(Step [0-9]+/[0-9]+ :|The command .* returned|Error|error)' \
+        | cut -c1-110 | sed -u 's/^/    /'
+    rc=${PIPESTATUS[0]}
+    set -e
+    [ "$rc" -eq 0 ] || die "building $name failed (docker build exit $rc)"
+    say "$name built in $((SECONDS - started))s"
+}
+
 build_images() {
     if image_exists "$base_image"; then
         say "base image $base_image present"
     else
-        say "building base image $base_image (debootstrap, about a minute)"
+        say "building base image $base_image (debootstrap: 1-4 minutes, progress every 15 s)"
         "$here/sandbox/build-base-image.sh" "$base_image"
     fi
     # Always build: the layer cache makes an unchanged Dockerfile cost a second, and a changed one is picked up.
     # The polyglot image's toolchains come from Debian's packages (about 10 minutes and 1.7 GB on a fresh machine).
     say "building sandbox image $sandbox_image ($sandbox_profile) from $base_image"
-    DOCKER_BUILDKIT=0 docker build -q --build-arg "BASE_IMAGE=$base_image" --build-arg "PROFILE=$sandbox_profile" \
-        -t "$sandbox_image" "$here/sandbox/image" >/dev/null
+    build_image "$sandbox_image" "$here/sandbox/image" --build-arg "PROFILE=$sandbox_profile"
     if [ "$slim_image" != "$sandbox_image" ]; then
         say "building slim sandbox image $slim_image from $base_image"
-        DOCKER_BUILDKIT=0 docker build -q --build-arg "BASE_IMAGE=$base_image" --build-arg PROFILE=slim \
-            -t "$slim_image" "$here/sandbox/image" >/dev/null
+        build_image "$slim_image" "$here/sandbox/image" --build-arg PROFILE=slim
     fi
     # The setup phase's proxy (squid + iptables from Debian's packages): apt needs the Debian mirror once.
     if image_exists "$proxy_image" && [ "${MINIFIX_REBUILD_PROXY:-}" != "1" ]; then
         say "proxy image $proxy_image present"
     else
         say "building proxy image $proxy_image from $base_image"
-        DOCKER_BUILDKIT=0 docker build -q --build-arg "BASE_IMAGE=$base_image" -t "$proxy_image" \
-            "$here/sandbox/proxy" >/dev/null
+        build_image "$proxy_image" "$here/sandbox/proxy"
     fi
 }
 

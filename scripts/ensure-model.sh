@@ -44,15 +44,40 @@ answers() {
     curl -fsS --max-time 30 "$API_BASE/models" 2>/dev/null | grep -q "\"$ALIAS\""
 }
 
+# Run a long command with its output in a log, printing every 30 s how long it has run and its last progress line
+# (ninja's "[n/m]" while llama.cpp compiles); on failure, the log's tail.
+with_heartbeat() {
+    local what="$1" logfile="$2" started=$SECONDS pid rc=0 last
+    shift 2
+    "$@" >"$logfile" 2>&1 &
+    pid=$!
+    while kill -0 "$pid" 2>/dev/null; do
+        sleep 1
+        if (( (SECONDS - started) % 30 == 0 )); then
+            last="$(grep -oE '\[[0-9]+/[0-9]+\]' "$logfile" | tail -n 1 || true)"
+            log "$what: $((SECONDS - started))s ${last:+(build step $last)}"
+        fi
+    done
+    wait "$pid" || rc=$?
+    if [[ $rc -ne 0 ]]; then
+        tail -n 30 "$logfile" >&2
+        log "$what failed (exit $rc); see $logfile"
+        return "$rc"
+    fi
+    log "$what: done in $((SECONDS - started))s"
+}
+
 build_wheel() {
     mkdir -p "$WHEELS"
     exec 8>"$WHEELS/.llama-build.lock"
     flock 8
     if ! ls "$WHEELS"/llama_cpp_python-"$LLAMA_VERSION"-*.whl >/dev/null 2>&1; then
         log "compiling llama-cpp-python $LLAMA_VERSION once (6-15 minutes on two cores); cached in $WHEELS"
+        mkdir -p "$RUN"
         CMAKE_ARGS="$BUILD_FLAGS" CMAKE_BUILD_PARALLEL_LEVEL="${CMAKE_BUILD_PARALLEL_LEVEL:-2}" \
-            python3 -m pip wheel --quiet --no-deps --no-cache-dir --no-binary llama-cpp-python \
-            "llama-cpp-python==$LLAMA_VERSION" -w "$WHEELS" >&2
+            with_heartbeat "compiling llama.cpp" "$RUN/llama-build.log" \
+            python3 -m pip wheel -v --disable-pip-version-check --no-deps --no-cache-dir \
+            --no-binary llama-cpp-python "llama-cpp-python==$LLAMA_VERSION" -w "$WHEELS"
     fi
     exec 8>&-
 }

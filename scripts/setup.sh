@@ -1,13 +1,52 @@
 #!/usr/bin/env bash
-# Create .venv and install mini-fix into it (with the dev extras when given --dev). Idempotent.
+# Create .venv and install mini-fix into it, with the postgres extra (psycopg: MINIFIX_DATABASE_URL=postgresql://…)
+# and the dev extras when given --dev. Idempotent: pip runs only when pyproject.toml or the extras changed (a stamp
+# file keyed by their hash); its output goes to a log, with a progress line while it runs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON="${PYTHON:-python3}"
-extras=""
-[[ "${1:-}" == "--dev" ]] && extras="[dev]"
-if [[ ! -x .venv/bin/python ]]; then
-    "$PYTHON" -m venv .venv
-    .venv/bin/pip install -q --upgrade pip
+extras="postgres"
+[[ "${1:-}" == "--dev" ]] && extras="postgres,dev"
+log=.venv/pip-install.log
+stamp=.venv/.mini-fix-installed
+key="$(cat pyproject.toml - <<<"extras=$extras python=$PYTHON" | sha256sum | cut -c1-16)"
+
+say() { echo "setup: $*"; }
+
+if [[ -x .venv/bin/mini-fix && -f "$stamp" && "$(cat "$stamp")" == "$key" ]]; then
+    say "mini-fix already installed in .venv ($(.venv/bin/python --version)); pyproject.toml unchanged"
+    exit 0
 fi
-.venv/bin/pip install -q -e ".${extras}"
-echo "mini-fix installed in .venv ($(.venv/bin/python --version))"
+
+# Run a command with its output in $log, printing how long it has run (and how many packages pip has collected).
+with_progress() {
+    local what="$1" started=$SECONDS pid rc=0
+    shift
+    "$@" >>"$log" 2>&1 &
+    pid=$!
+    while kill -0 "$pid" 2>/dev/null; do
+        sleep 1
+        if (( (SECONDS - started) % 15 == 0 )) && kill -0 "$pid" 2>/dev/null; then
+            say "$what... $((SECONDS - started))s ($(grep -c '^Collecting' "$log" || true) packages so far)"
+        fi
+    done
+    wait "$pid" || rc=$?
+    if [[ $rc -ne 0 ]]; then
+        tail -n 30 "$log" >&2
+        say "error: $what failed (exit $rc); the whole output is in $log" >&2
+        exit "$rc"
+    fi
+    say "$what: done in $((SECONDS - started))s"
+}
+
+if [[ ! -x .venv/bin/python ]]; then
+    say "creating .venv with $("$PYTHON" --version)"
+    "$PYTHON" -m venv .venv
+fi
+: >"$log"
+pip=(.venv/bin/pip --disable-pip-version-check --no-input)
+with_progress "upgrading pip" "${pip[@]}" install --upgrade pip
+say "installing mini-fix[$extras] into .venv (a few minutes the first time; log: $log)"
+with_progress "installing mini-fix[$extras]" "${pip[@]}" install --no-warn-script-location -e ".[$extras]"
+echo "$key" >"$stamp"
+say "mini-fix installed in .venv ($(.venv/bin/python --version))"

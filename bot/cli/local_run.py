@@ -158,7 +158,8 @@ def run_local(request: LocalRunRequest, settings: Settings) -> int:
     config = agent_config(request, settings)
     model = model_config(config, request, settings)
     if problem := missing_api_base(model):
-        print(f"mini-fix: {problem}: pass --api-base http://HOST:8000/v1", file=sys.stderr)
+        hint = "pass --api-base http://HOST:PORT/v1 (scripts/ensure-model.sh start prints one for a CPU model)"
+        print(f"mini-fix: {problem}: {hint}", file=sys.stderr)
         return 2
     count, note = attempt_count(request, settings)
     if note:

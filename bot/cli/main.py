@@ -22,12 +22,21 @@ def _parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
 
     serve = sub.add_parser("serve", help="webhook server, with an embedded worker unless --no-worker")
-    serve.add_argument("--host", default="0.0.0.0")
+    serve.add_argument(
+        "--host",
+        default="127.0.0.1",
+        help="address to listen on (default 127.0.0.1: this host only, e.g. behind a local reverse proxy or a "
+        "tunnel); 0.0.0.0 to accept connections from other hosts, as the App's image, compose and k8s do",
+    )
     serve.add_argument("--port", type=int, default=3000)
     serve.add_argument("--no-worker", action="store_true", help="API only; run `mini-fix worker` elsewhere")
 
     worker = sub.add_parser("worker", help="a worker process only")
-    worker.add_argument("--metrics-port", type=int, help="serve this worker's /metrics on this port (all interfaces)")
+    worker.add_argument(
+        "--metrics-port",
+        type=int,
+        help="serve this worker's /metrics, /healthz and /readyz on this port (all interfaces)",
+    )
 
     run = sub.add_parser("run", help="run the agent on a local checkout in the sandbox, no GitHub")
     run.add_argument("--repo", type=Path, required=True, help="path of a git checkout (never modified)")
@@ -53,7 +62,16 @@ def _parser() -> argparse.ArgumentParser:
         "the checkout's tests choose",
     )
 
-    setup = sub.add_parser("setup", help="create the GitHub App from app.yml and save its credentials to .env")
+    setup = sub.add_parser(
+        "setup",
+        help="create the GitHub App from app.yml and save its credentials to .env",
+        description="Create the GitHub App from app.yml with GitHub's manifest flow and save its id, private key "
+        "and webhook secret to the env file (mode 0600), with the settings below when you set them.",
+        epilog="Settings read from the environment and saved to the env file too: MINIFIX_GITHUB_API_URL "
+        "(GitHub Enterprise Server: https://HOST/api/v3; default https://api.github.com) and MINIFIX_PUBLIC_URL "
+        "(where GitHub sends webhooks: PUBLIC_URL/webhook; the App's run links). Inside a git work tree the env "
+        "file and the key must be ignored by git, or setup refuses to write them.",
+    )
     setup.add_argument("--port", type=int, default=3333, help="port of the local setup page on 127.0.0.1")
     setup.add_argument("--org", help="create the App in this organisation (default: your user account)")
     setup.add_argument("--env-file", type=Path, default=Path(".env"), help="where the credentials are written")
@@ -95,9 +113,11 @@ def _wire_worker(settings: Settings) -> Worker:
 def _worker(settings: Settings, args: argparse.Namespace) -> int:
     worker = _wire_worker(settings)
     if args.metrics_port:
+        from bot.worker.health_server import serve
+
+        serve(args.metrics_port, worker.readiness)
         from bot import metrics
 
-        metrics.serve(args.metrics_port)
         metrics.watch_data_dir(settings.data_dir)
     stop = threading.Event()
     for signum in (signal.SIGTERM, signal.SIGINT):
@@ -147,9 +167,14 @@ def _export(settings: Settings, args: argparse.Namespace) -> int:
 
 
 def _setup(settings: Settings, args: argparse.Namespace) -> int:
-    from bot.web.setup import SetupFlow, install_url, serve
+    from bot.web.setup import SetupError, SetupFlow, install_url, serve
 
     flow = SetupFlow(settings, f"http://127.0.0.1:{args.port}/callback", args.env_file, org=args.org)
+    try:
+        flow.check_files()
+    except SetupError as exc:
+        print(f"mini-fix setup: {exc}", file=sys.stderr)
+        return 2
     server, done = serve(flow, args.port)
     print(f"Open http://127.0.0.1:{args.port}/ in a browser on this machine to create the GitHub App.")
     try:

@@ -7,6 +7,7 @@ import functools
 import gc
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
+from functools import partial
 from typing import Any
 
 from fastapi import FastAPI, Request, Response
@@ -23,7 +24,8 @@ from bot.trajectory_store import open_trajectories
 from bot.web.pr_metrics import ClosedPrSource
 from bot.web.viewer import register_viewer
 from bot.webhooks.receive import WebhookReceiver
-from bot.worker.pool import Worker
+from bot.worker.health_server import readiness_answer
+from bot.worker.pool import Worker, check_problem
 
 WEBHOOK_PATHS = ("/webhook", "/api/github/webhooks")
 
@@ -83,6 +85,7 @@ def create_app(
         # Also routed, for a root path set by a proxy and for the router's 405 to other methods.
         app.add_route(path, receiver.handle, methods=["POST"], include_in_schema=False)
     app.add_api_route("/healthz", _healthz(ledger, embedded_worker), methods=["GET"])
+    app.add_api_route("/readyz", _readyz(ledger, queue, embedded_worker), methods=["GET"])
     app.add_api_route("/metrics", _metrics(metrics.fleet_registry(ledger.fleet)), methods=["GET"])
     trajectories = open_trajectories(settings)  # PostgreSQL when scaled out: every worker's runs, from any replica
     register_viewer(app, settings, ledger, trajectories)
@@ -110,6 +113,20 @@ def _healthz(ledger: Ledger, worker: Worker | None) -> Any:
         return JSONResponse({"ok": True, "worker": worker is not None})
 
     return healthz
+
+
+def _readyz(ledger: Ledger, queue: JobQueue, worker: Worker | None) -> Any:
+    def problems() -> dict[str, str | None]:
+        if worker is not None:  # the embedded worker's checks: warm-ups, ledger, queue, engine, sandbox image
+            return worker.readiness()
+        return {"ledger": check_problem(partial(ledger.get, "readyz")), "queue": check_problem(queue.depth)}
+
+    async def readyz() -> JSONResponse:
+        """200 once this process can do its work: ledger and queue answer (and its worker's engine and image)."""
+        status, body = readiness_answer(await asyncio.to_thread(problems))
+        return JSONResponse(body, status_code=status)
+
+    return readyz
 
 
 def _metrics(fleet: CollectorRegistry) -> Any:

@@ -23,9 +23,18 @@ import yaml
 from bot.github.urls import web_url
 from bot.render import PROMPTS_DIR
 from bot.settings import Settings
+from bot.web.gitignored import unignored_in_work_tree
 
 APP_YML = Path(__file__).resolve().parents[2] / "app.yml"
-ENV_KEYS = ("MINIFIX_APP_ID", "MINIFIX_PRIVATE_KEY", "MINIFIX_PRIVATE_KEY_PATH", "MINIFIX_WEBHOOK_SECRET")
+ENV_KEYS = (
+    "MINIFIX_APP_ID",
+    "MINIFIX_PRIVATE_KEY",
+    "MINIFIX_PRIVATE_KEY_PATH",
+    "MINIFIX_WEBHOOK_SECRET",
+    "MINIFIX_GITHUB_API_URL",
+    "MINIFIX_PUBLIC_URL",
+)
+DEFAULT_API_URL = "https://api.github.com"
 
 
 class SetupError(Exception):
@@ -70,9 +79,35 @@ def _write_private(path: Path, text: str) -> None:
     os.chmod(path, 0o600)  # an existing file keeps its old mode through os.open
 
 
-def save_credentials(app: dict[str, Any], env_file: Path) -> Path:
-    """Write the private key next to `env_file` and the App's settings into it (both 0600); returns the key's path."""
-    key = env_file.resolve().parent / f"{app['slug']}.private-key.pem"
+def key_path(env_file: Path, slug: str) -> Path:
+    """Where the App's private key is written: next to the env file."""
+    return env_file.resolve().parent / f"{slug}.private-key.pem"
+
+
+def refuse_committable(*paths: Path) -> None:
+    """SetupError when a file about to hold a secret lies in a git work tree that does not ignore it."""
+    for path in paths:
+        if (top := unignored_in_work_tree(path)) is not None:
+            raise SetupError(
+                f"{path} is inside the git work tree {top} and not ignored: a secret written there could be "
+                f"committed. Add it to {top / '.gitignore'} (e.g. `*.pem` and `.env`) or pass --env-file elsewhere"
+            )
+
+
+def passed_settings(settings: Settings) -> list[str]:
+    """The settings the user gave that the App needs again later (GitHub Enterprise's API, the public URL)."""
+    lines = []
+    if settings.github_api_url.rstrip("/") != DEFAULT_API_URL:
+        lines.append(f"MINIFIX_GITHUB_API_URL={settings.github_api_url}")
+    if settings.public_url:
+        lines.append(f"MINIFIX_PUBLIC_URL={settings.public_url}")
+    return lines
+
+
+def save_credentials(app: dict[str, Any], env_file: Path, extra: list[str] | None = None) -> Path:
+    """Write the private key next to `env_file` and the App's settings (and `extra`) into it (both 0600)."""
+    key = key_path(env_file, str(app["slug"]))
+    refuse_committable(key, env_file)
     _write_private(key, str(app["pem"]))
     kept = env_file.read_text().splitlines() if env_file.exists() else []
     kept = [line for line in kept if line.split("=", 1)[0].strip() not in ENV_KEYS]
@@ -81,6 +116,7 @@ def save_credentials(app: dict[str, Any], env_file: Path) -> Path:
         f"MINIFIX_APP_ID={app['id']}",
         f"MINIFIX_PRIVATE_KEY_PATH={key}",
         f"MINIFIX_WEBHOOK_SECRET={app['webhook_secret']}",
+        *(extra or []),
     ]
     _write_private(env_file, "\n".join(lines) + "\n")
     return key
@@ -103,6 +139,11 @@ class SetupFlow:
     state: str = field(default_factory=lambda: secrets.token_urlsafe(16))
     result: dict[str, Any] | None = None
 
+    def check_files(self) -> None:
+        """Before GitHub creates anything: refuse an env file or key path that git would commit."""
+        name = str(yaml.safe_load(APP_YML.read_text()).get("name", "mini-fix")).lower().replace(" ", "-")
+        refuse_committable(key_path(self.env_file, name), self.env_file)
+
     def page(self) -> str:
         """The HTML page whose form posts the manifest to GitHub."""
         data = manifest(APP_YML, self.redirect_url, self.settings.public_url)
@@ -118,7 +159,7 @@ class SetupFlow:
         if not secrets.compare_digest(state, self.state):
             raise SetupError("the callback's state does not match this setup: start `mini-fix setup` again")
         app = convert(self.settings.github_api_url, code, self.client)
-        save_credentials(app, self.env_file)
+        save_credentials(app, self.env_file, passed_settings(self.settings))
         self.result = app
         return app
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hmac
 import json
+from datetime import datetime
 from functools import cache
 from typing import Any
 
@@ -22,7 +23,7 @@ from bot.ledger.pr_outcomes import describe, pull_of
 from bot.pipeline.transcript import steps_from_messages
 from bot.render import PROMPTS_DIR, duration, thousands
 from bot.settings import Settings
-from bot.signing import check_signature, run_query, valid_run_id
+from bot.signing import check_link, run_query, valid_run_id
 from bot.trajectory_store import TrajectoryStore, open_trajectories
 
 MAX_LISTED = 100
@@ -95,16 +96,15 @@ class Viewer:
     def _authorised_text(self, run_id: str, request: Request) -> str:
         if not valid_run_id(run_id):
             raise HTTPException(404, "no such run")
-        signature, expires = request.query_params.get("sig", ""), request.query_params.get("exp", "")
-        signed = bool(signature) and check_signature(self.settings, run_id, signature, expires)
+        text = cache(lambda: self.store.load(run_id))  # read once; a v0 link needs the run's start
+        signed = check_link(self.settings, run_id, request.query_params, lambda: _started(text()))
         if not signed and not self._is_operator(request):
             raise HTTPException(
                 403, "this link is not signed for this run or has expired; use the link mini-fix posted on GitHub"
             )
-        text = self.store.load(run_id)
-        if text is None:
+        if (found := text()) is None:
             raise HTTPException(404, "no such run")
-        return text
+        return found
 
     def _is_operator(self, request: Request) -> bool:
         if self.settings.operator_token is None:
@@ -138,6 +138,16 @@ class Viewer:
     def _page(self, template: str, **variables: Any) -> HTMLResponse:
         html = templates().get_template(template).render(**variables)
         return HTMLResponse(html, headers={**NO_STORE, "Content-Security-Policy": CSP})
+
+
+def _started(text: str | None) -> float | None:
+    """When the run began (its trajectory's `mini_fix.started_at`), unix seconds; None when unknown."""
+    block = (_parse(text) or {}).get("mini_fix")
+    started = block.get("started_at") if isinstance(block, dict) else None
+    try:
+        return datetime.fromisoformat(started).timestamp() if isinstance(started, str) else None
+    except ValueError:
+        return None
 
 
 def _parse(text: str | None) -> dict[str, Any] | None:

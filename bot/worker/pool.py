@@ -50,6 +50,7 @@ class Worker:
         self.chores: list[Callable[[threading.Event], None]] = []  # background loops, e.g. creating labels
         self.warm_ups: list[Callable[[], None]] = []  # run once before the first job is claimed (imports)
         self.ready = threading.Event()  # set once the warm-ups are done; the slots claim nothing before
+        self.checks: dict[str, Callable[[], None]] = {}  # more readiness checks (the engine, the sandbox image)
         self._deferred: dict[int, set[str]] = {}  # installation -> jobs waiting for its running cap
         self.worker_id = worker_id or f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
         self._stopping = threading.Event()
@@ -72,6 +73,7 @@ class Worker:
         ]
         for thread in self._threads:
             thread.start()
+        metrics.WORKER_SLOTS.labels(role="worker").set(max(1, self.settings.workers))
         log.info("worker started", worker_id=self.worker_id, slots=self.settings.workers)
 
     def stop(self, timeout: float = 30.0) -> None:
@@ -95,6 +97,25 @@ class Worker:
         self.stop()
         self.queue.close()
         self.ledger.close()
+
+    @property
+    def stopping(self) -> threading.Event:
+        """Set once `stop()` began: loops that wait (a warm-up's retries) end on it."""
+        return self._stopping
+
+    def readiness(self) -> dict[str, str | None]:
+        """Each readiness check's problem, None where it passes: warm-ups, ledger, queue, then `checks`."""
+        checks: dict[str, Callable[[], object]] = {
+            "warm_up": self._check_warmed_up,
+            "ledger": partial(self.ledger.get, "readyz"),
+            "queue": self.queue.depth,
+            **self.checks,
+        }
+        return {name: check_problem(check) for name, check in checks.items()}
+
+    def _check_warmed_up(self) -> None:
+        if not self.ready.is_set():
+            raise RuntimeError("warming up (imports, sandbox image)")
 
     def _warm_up(self) -> None:
         started = time.monotonic()
@@ -254,6 +275,15 @@ class Worker:
         metrics.JOBS_FINISHED.labels(status=JobStatus.FAILED.value).inc()
         if self._on_gave_up is not None:
             self._on_gave_up(self.ledger.get(job.id) or job)
+
+
+def check_problem(check: Callable[[], object]) -> str | None:
+    """What a readiness check raised, None when it passes."""
+    try:
+        check()
+    except Exception as exc:  # a readiness answer, not an error: the probe reports it
+        return f"{type(exc).__name__}: {exc}"[:500]
+    return None
 
 
 def build_worker(

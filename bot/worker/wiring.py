@@ -28,6 +28,7 @@ from bot.pipeline.outbound import redacting
 from bot.pipeline.run import run_pipeline
 from bot.settings import Settings
 from bot.trajectory_store import shared_saver
+from bot.worker.images import SandboxImages
 from bot.worker.labels import LabelKeeper
 from bot.worker.notices import gave_up_notifier
 from bot.worker.pool import Worker, build_worker
@@ -48,6 +49,10 @@ def wire_worker(settings: Settings) -> Worker:
     worker = build_worker(settings, runner, on_gave_up=gave_up_notifier(github), ledger=ledger)
     worker.housekeeping = partial(sweep_sandboxes, settings.deployment_name, ledger)
     worker.warm_ups.append(import_job_modules)
+    images = SandboxImages(settings)  # before the first job: pulled or built on this worker's engine if missing
+    worker.warm_ups.append(partial(images.ensure_until_ready, worker.stopping))
+    worker.checks["docker_engine"] = images.check_engine
+    worker.checks["sandbox_image"] = images.check
     if settings.create_labels:
         worker.chores.append(LabelKeeper(settings, ledger, github).run)
     return worker

@@ -11,6 +11,7 @@ import os
 import re
 import subprocess
 import threading
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -89,15 +90,40 @@ def model(network: Network, hold: Hold) -> Iterator[ScriptedModelServer]:
     hold.released.set()
 
 
+@pytest.fixture
+def fresh_images() -> Iterator[dict[str, str]]:
+    """Sandbox and base image names no engine has yet (the App must make them), removed afterwards."""
+    tag = uuid.uuid4().hex[:10]
+    names = {
+        "MINIFIX_SANDBOX_IMAGE": f"mini-fix-sandbox:compose-{tag}",
+        "MINIFIX_SANDBOX_BASE_IMAGE": f"mini-fix-base:compose-{tag}",
+    }
+    yield names
+    docker("rmi", "-f", *names.values(), check=False)
+
+
 def stack_env(
-    tmp_path: Path, images: tuple[str, str], network: Network, github: FakeGitHub, model: ScriptedModelServer
+    tmp_path: Path,
+    images: tuple[str, str],
+    network: Network,
+    github: FakeGitHub,
+    model: ScriptedModelServer,
+    app_env: dict[str, str],
 ) -> dict[str, str]:
-    """deploy/.env and the interpolation variables an operator would set, pointed at the fakes."""
+    """deploy/.env (with `app_env`) and the interpolation variables an operator would set, pointed at the fakes."""
     key = tmp_path / "github-app.private-key.pem"
     key.write_text(throwaway_key())
     key.chmod(0o600)
     os.chown(key, 10001, 10001)  # the image's user reads the mounted secret
-    (tmp_path / ".env").write_text(f"MINIFIX_APP_ID={github.app_id}\nMINIFIX_WEBHOOK_SECRET={SECRET}\n")
+    # The App builds its missing sandbox image itself; the slim profile keeps that build to seconds here (the polyglot
+    # one, ~10 minutes of Debian packages, is built once by scripts/ensure-docker.sh and tested by the other tiers).
+    env = {
+        "MINIFIX_APP_ID": str(github.app_id),
+        "MINIFIX_WEBHOOK_SECRET": SECRET,
+        "MINIFIX_SANDBOX_PROFILE": "slim",
+        **app_env,
+    }
+    (tmp_path / ".env").write_text("".join(f"{name}={value}\n" for name, value in env.items()))
     return {
         "MINIFIX_IMAGE": images[0],
         "POSTGRES_IMAGE": images[1],
@@ -142,16 +168,25 @@ def our_sandboxes(job_ids: list[str]) -> list[str]:
 
 
 def test_one_host_compose_turns_a_labelled_issue_into_a_draft_pr(
-    tmp_path: Path, images: tuple[str, str], network: Network, github: FakeGitHub, model: ScriptedModelServer
+    tmp_path: Path,
+    images: tuple[str, str],
+    network: Network,
+    github: FakeGitHub,
+    model: ScriptedModelServer,
+    fresh_images: dict[str, str],
 ) -> None:
+    # An engine with neither the sandbox image nor its base (a new host, a DinD sidecar): the App imports the base
+    # carried in its own image, builds the sandbox image on it, and says ready only then.
     stack = ComposeStack(
         [DEPLOY / "compose.yml", HERE / "compose.test.yml"],
         tmp_path,
-        stack_env(tmp_path, images, network, github, model),
+        stack_env(tmp_path, images, network, github, model, fresh_images),
     )
     try:
         stack.up("app")
         url = healthy_url(stack, stack.containers("app")[0])
+        wait_for(lambda: httpx.get(f"{url}/readyz", timeout=5).status_code == 200, 400, "app ready", stack.logs)
+        sandbox_image = docker("image", "inspect", "-f", "{{.Id}}", fresh_images["MINIFIX_SANDBOX_IMAGE"]).strip()
         issue = label(stack, url, github, "add() subtracts")
         pr = wait_for(lambda: pr_for(github, issue), 240, "a pull request", stack.logs)
         page = httpx.get(url + viewer_link(github, pr), timeout=10)
@@ -163,6 +198,7 @@ def test_one_host_compose_turns_a_labelled_issue_into_a_draft_pr(
         )
     finally:
         stack.down()
+    assert sandbox_image.startswith("sha256:")
     assert pr["draft"] is True and "return a + b" in github.show(REPO, f"mini-fix/issue-{issue}", "calc.py")
     assert page.status_code == 200 and "add() subtracts" in page.text
     assert len(jobs) == 1 and not our_sandboxes([jobs[0]["id"]])
@@ -175,9 +211,12 @@ def test_scale_out_two_apis_two_workers_postgres_and_a_killed_worker(
     github: FakeGitHub,
     model: ScriptedModelServer,
     hold: Hold,
+    fresh_images: dict[str, str],
 ) -> None:
     files = [DEPLOY / "compose.yml", DEPLOY / "compose.scale.yml", HERE / "compose.scale.test.yml"]
-    stack = ComposeStack(files, tmp_path, stack_env(tmp_path, images, network, github, model))
+    # A sandbox image no engine has: both workers build it (on the base already here) before they take jobs.
+    app_env = {"MINIFIX_SANDBOX_IMAGE": fresh_images["MINIFIX_SANDBOX_IMAGE"]}
+    stack = ComposeStack(files, tmp_path, stack_env(tmp_path, images, network, github, model, app_env))
     try:
         stack.up("postgres")
         wait_for(lambda: stack.healthy(stack.containers("postgres")[0]), 120, "postgres healthy", stack.logs)

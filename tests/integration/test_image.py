@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import time
+import urllib.error
 import urllib.request
 import uuid
 from collections.abc import Iterator
@@ -79,3 +80,17 @@ def test_the_default_command_answers_healthz(serving: tuple[str, str]) -> None:
     assert body == {"ok": True, "worker": True}
     with urllib.request.urlopen(f"{url}/metrics", timeout=2) as response:
         assert b"minifix_queue_depth" in response.read()
+    # The image's HEALTHCHECK probes this role's port: alive, but not ready (this container has no Docker engine,
+    # so its embedded worker cannot have a sandbox image), and /readyz says why.
+    assert docker("exec", name, "python3", "-m", "bot.healthcheck", "/healthz", check=False).returncode == 0
+    assert docker("exec", name, "python3", "-m", "bot.healthcheck", "/readyz", check=False).returncode == 1
+    with pytest.raises(urllib.error.HTTPError) as not_ready:
+        urllib.request.urlopen(f"{url}/readyz", timeout=5)
+    checks = json.loads(not_ready.value.read())["checks"]
+    assert checks["ledger"] == "ok" and checks["sandbox_image"] != "ok"
+    health = json.loads(docker("image", "inspect", name_of_image(name)).stdout)[0]["Config"]["Healthcheck"]["Test"]
+    assert health == ["CMD", "python3", "-m", "bot.healthcheck", "/readyz"]
+
+
+def name_of_image(container: str) -> str:
+    return docker("inspect", "-f", "{{.Config.Image}}", container).stdout.strip()

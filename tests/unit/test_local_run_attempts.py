@@ -32,3 +32,18 @@ def test_the_old_attempts_variables_still_work_with_a_warning(tmp_path: Path, mo
     monkeypatch.setenv("MINIFIX_AGENT_ATTEMPTS", "3")
     monkeypatch.setenv("MINIFIX_MAX_CLAIMS", "5")
     assert (Settings(data_dir=tmp_path, _env_file=None).agent_attempts, Settings(_env_file=None).max_claims) == (3, 5)
+
+
+def test_a_self_hosted_model_without_an_address_is_refused_at_once(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from bot.agent.config import ModelConfig, missing_api_base
+    from bot.cli.local_run import run_local
+    from tests.support.buggy_repos import CALC, build
+
+    assert missing_api_base(ModelConfig(model_name="hosted_vllm/x", api_base="http://h:8000/v1")) is None
+    assert missing_api_base(ModelConfig(model_name="anthropic/claude")) is None  # litellm knows its endpoint
+    settings = Settings(data_dir=tmp_path / "data", model="hosted_vllm/mini-fix", _env_file=None)
+    request = LocalRunRequest(repo=build(CALC, tmp_path / "calc"), task="fix add", output=tmp_path / "out")
+    assert run_local(request, settings) == 2  # before any sandbox or model call, not after minutes of retries
+    assert "pass --api-base" in capsys.readouterr().err and not (tmp_path / "out").exists()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 import urllib.request
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from fastapi.testclient import TestClient
@@ -106,3 +107,22 @@ def test_metrics_show_the_data_dirs_free_bytes(client: TestClient, settings: Set
 
     free = scrape(client)["minifix_data_dir_free_bytes", ()]
     assert free > 0 and abs(free - shutil.disk_usage(settings.data_dir).free) < 512 * 1024**2
+
+
+def test_only_a_process_with_a_worker_exports_its_slots_for_the_per_worker_panel(
+    settings: Settings, ledger: SqliteLedger, job_queue: JobQueue
+) -> None:
+    runner = lambda job, cancel: JobOutcome(JobStatus.SUCCEEDED)  # noqa: E731
+    worker = Worker(settings.model_copy(update={"workers": 3}), ledger, job_queue, runner)
+    worker.start()
+    try:
+        assert 'minifix_worker_slots{role="worker"} 3.0' in metrics.render()[0].decode()
+    finally:
+        worker.stop()
+    panel = "sum by (instance) (minifix_jobs_running and on (instance) minifix_worker_slots)"
+    assert panel in (Path(__file__).resolve().parents[2] / "deploy" / "grafana" / "mini-fix.json").read_text()
+
+
+def test_serve_listens_on_this_host_only_unless_told_otherwise() -> None:
+    assert _parser().parse_args(["serve"]).host == "127.0.0.1"
+    assert _parser().parse_args(["serve", "--host", "0.0.0.0"]).host == "0.0.0.0"

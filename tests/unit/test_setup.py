@@ -6,6 +6,7 @@ import html
 import json
 import re
 import stat
+import subprocess
 import urllib.request
 from pathlib import Path
 
@@ -14,9 +15,10 @@ import pytest
 import respx
 from fastapi.testclient import TestClient
 
+from bot.cli.main import _parser
 from bot.settings import Settings
 from bot.web.app import create_app
-from bot.web.setup import SetupError, SetupFlow, serve, web_url
+from bot.web.setup import SetupError, SetupFlow, passed_settings, serve, web_url
 from tests.support.fake_github import throwaway_key
 
 API = "https://ghe.example.com/api/v3"
@@ -92,3 +94,59 @@ def test_a_wrong_state_or_a_refused_code_saves_nothing(tmp_path: Path) -> None:
         with pytest.raises(SetupError, match="HTTP 404"):
             flow.complete("stale", flow.state)
     assert list(tmp_path.iterdir()) == []
+
+
+def _work_tree(path: Path, ignore: str | None) -> Path:
+    subprocess.run(["git", "init", "-q", str(path)], check=True)
+    if ignore is not None:
+        (path / ".gitignore").write_text(ignore)
+    return path
+
+
+def test_setup_refuses_to_write_secrets_git_would_commit(tmp_path: Path) -> None:
+    repo = _work_tree(tmp_path / "repo", ignore=None)
+    flow = SetupFlow(Settings(github_api_url=API, _env_file=None), "http://127.0.0.1:0/callback", repo / ".env")
+    with pytest.raises(SetupError, match=r"inside the git work tree .* not ignored"):
+        flow.check_files()
+    with respx.mock() as mock:  # the same refusal stands when the callback comes: nothing is written
+        mock.post(f"{API}/app-manifests/code/conversions").respond(201, json=CONVERSION)
+        flow.client = httpx.Client()
+        with pytest.raises(SetupError, match="not ignored"):
+            flow.complete("code", flow.state)
+    assert sorted(p.name for p in repo.iterdir()) == [".git"]
+    (repo / ".gitignore").write_text(".env\n")  # the env file ignored, the key not: still refused
+    with pytest.raises(SetupError, match=r"mini-fix\.private-key\.pem"):
+        flow.check_files()
+
+
+def test_setup_in_an_ignoring_work_tree_saves_the_settings_the_user_passed(tmp_path: Path) -> None:
+    repo = _work_tree(tmp_path / "repo", ignore=".env\n*.pem\n")
+    settings = Settings(github_api_url=API, public_url="https://bot.acme.dev", _env_file=None)
+    flow = SetupFlow(settings, "http://127.0.0.1:0/callback", repo / ".env", client=httpx.Client())
+    flow.check_files()
+    with respx.mock() as mock:
+        mock.post(f"{API}/app-manifests/code/conversions").respond(201, json=CONVERSION)
+        flow.complete("code", flow.state)
+    lines = (repo / ".env").read_text().splitlines()
+    assert f"MINIFIX_GITHUB_API_URL={API}" in lines and "MINIFIX_PUBLIC_URL=https://bot.acme.dev" in lines
+    loaded = Settings(_env_file=repo / ".env")
+    assert loaded.github_api_url == API and loaded.public_url == "https://bot.acme.dev"
+
+
+def test_setup_leaves_the_default_api_url_out_and_its_help_names_both_settings(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert passed_settings(Settings(_env_file=None)) == []
+    with pytest.raises(SystemExit):
+        _parser().parse_args(["setup", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "MINIFIX_GITHUB_API_URL" in text and "MINIFIX_PUBLIC_URL" in text and "ignored by git" in text
+
+
+def test_the_repositorys_gitignore_covers_every_secret_file_the_project_writes() -> None:
+    root = Path(__file__).resolve().parents[2]
+    paths = [".env", "deploy/.env", "mini-fix.private-key.pem", "deploy/github-app.private-key.pem", "x/.env.local"]
+    result = subprocess.run(["git", "check-ignore", "--no-index", *paths], cwd=root, capture_output=True, text=True)
+    assert result.stdout.split() == paths
+    example = subprocess.run(["git", "check-ignore", "--no-index", "-q", "deploy/.env.example"], cwd=root)
+    assert example.returncode == 1  # the example is committed

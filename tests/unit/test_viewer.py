@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import json
+import time
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from fastapi.testclient import TestClient
@@ -123,3 +126,43 @@ def test_a_malformed_signature_is_a_403_not_a_500(viewer: TestClient, query: str
 def test_an_expired_link_is_refused(viewer: TestClient, viewer_settings: Settings) -> None:
     old = run_query(viewer_settings, "run1", now=0)  # expired 30 days after 1970
     assert viewer.get(f"/runs/run1?{old}").status_code == 403
+
+
+def _v0_query(settings: Settings, run_id: str) -> str:
+    """A link as the first release signed it: the run id alone, no expiry (`?sig=`)."""
+    return f"sig={run_signature(settings, run_id, 0, version='0')}"
+
+
+def _v1_query(settings: Settings, run_id: str, expires: int) -> str:
+    """A link as the release before versions signed it: run id and expiry, no `v`."""
+    return f"exp={expires}&sig={run_signature(settings, run_id, expires, version='1')}"
+
+
+def test_links_signed_by_every_earlier_version_still_open(viewer: TestClient, viewer_settings: Settings) -> None:
+    later = int(time.time()) + 86_400
+    assert viewer.get(f"/runs/run1?{_v0_query(viewer_settings, 'run1')}").status_code == 200  # the run is new
+    assert viewer.get(f"/runs/run1/trajectory.json?{_v1_query(viewer_settings, 'run1', later)}").status_code == 200
+    assert viewer.get(f"/runs/run1?{run_query(viewer_settings, 'run1')}").status_code == 200
+    assert run_query(viewer_settings, "run1").endswith("&v=2")
+
+
+def test_an_old_version_is_not_a_way_around_expiry_or_binding(viewer: TestClient, viewer_settings: Settings) -> None:
+    expired = int(time.time()) - 10
+    assert viewer.get(f"/runs/run1?{_v1_query(viewer_settings, 'run1', expired)}").status_code == 403
+    later = int(time.time()) + 86_400
+    as_v2 = f"{_v1_query(viewer_settings, 'run1', later)}&v=2"  # a v1 signature presented as v2
+    assert viewer.get(f"/runs/run1?{as_v2}").status_code == 403
+    assert viewer.get(f"/runs/run1?{_v0_query(viewer_settings, 'run1')}&exp={later}").status_code == 403
+    assert viewer.get(f"/runs/run1?{run_query(viewer_settings, 'run1')[:-1]}9").status_code == 403  # unknown v
+    write_run(viewer_settings.data_dir, "run2", [("ls", "", 0)])
+    assert viewer.get(f"/runs/run2?{_v0_query(viewer_settings, 'run1')}").status_code == 403
+
+
+def test_a_v0_link_expires_run_link_days_after_its_run_started(viewer: TestClient, viewer_settings: Settings) -> None:
+    path = viewer_settings.data_dir / "runs" / "run1" / "trajectory.json"
+    data = json.loads(path.read_text())
+    started = datetime.now(UTC) - timedelta(days=viewer_settings.run_link_days, hours=1)
+    data["mini_fix"]["started_at"] = started.isoformat(timespec="seconds")
+    path.write_text(json.dumps(data))
+    assert viewer.get(f"/runs/run1?{_v0_query(viewer_settings, 'run1')}").status_code == 403
+    assert viewer.get(f"/runs/run1?{run_query(viewer_settings, 'run1')}").status_code == 200
