@@ -34,14 +34,4 @@ command -v docker-compose >/dev/null || docker compose version >/dev/null 2>&1 \
 # The whole suite (CI) starts with the static checks; given test paths, only those tests run.
 [ $# -ne 0 ] || scripts/lint.sh
 export LITELLM_LOCAL_MODEL_COST_MAP=True
-# Given test paths or options, one plain pytest call. The whole suite: the unit tier first, on two processes
-# (pytest-xdist; its tests share no files, ports or globals), then everything else in one process as before.
-# A failing unit tier still lets the rest run; the script fails with the first failure's status.
-if [ $# -ne 0 ]; then
-    .venv/bin/pytest "$@"
-    exit 0
-fi
-unit=0
-.venv/bin/pytest tests/unit -n 2 || unit=$?
-.venv/bin/pytest --ignore=tests/unit
-exit "$unit"
+.venv/bin/pytest "$@"
