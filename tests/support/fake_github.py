@@ -69,7 +69,8 @@ class FakeGitHub:
 
         self._server = ThreadingHTTPServer((host, 0), Handler)
         self.base_url = f"http://{host}:{self._server.server_address[1]}"
-        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+        # shutdown() waits for serve_forever's next poll: 0.5 s by default, paid by every test that stops a fake
+        threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True).start()
         return self.base_url
 
     def stop(self) -> None:

@@ -6,6 +6,7 @@ output and return codes; `results` scripts exact commands instead (e.g. a timeou
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
@@ -40,6 +41,7 @@ class FakeSandbox:
         self.commands: list[str] = []
         self.closed = False
         self.ended_processes = 0
+        self._running: set[subprocess.Popen[str]] = set()  # killed by close(), as removing a container ends its exec
 
     def execute(self, command: str, *, timeout: float | None = None, cwd: str | None = None) -> ExecResult:
         """Run `command` (or return its scripted result); a timeout is reported, not raised."""
@@ -57,12 +59,15 @@ class FakeSandbox:
             stderr=subprocess.STDOUT,
             start_new_session=True,
         )
+        self._running.add(proc)
         try:
             output, _ = proc.communicate(timeout=limit)
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, signal.SIGKILL)
             output, _ = proc.communicate()
             return ExecResult(output, -1, f"The command timed out after {limit:g} seconds and was killed.")
+        finally:
+            self._running.discard(proc)
         return ExecResult(output, proc.returncode)
 
     def copy_in(self, src: Path, dest: str | None = None) -> None:
@@ -94,7 +99,10 @@ class FakeSandbox:
         return {**PLATFORM, "cwd": str(self.workdir)}
 
     def close(self) -> None:
-        """Remove the scratch directory. Idempotent."""
+        """End the actions still running (as removing a container does), remove the scratch directory. Idempotent."""
+        for proc in list(self._running):
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
         if not self.closed:
             shutil.rmtree(self.workdir, ignore_errors=True)
             self.closed = True

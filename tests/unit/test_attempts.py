@@ -30,6 +30,7 @@ from tests.support.fake_github import FakeGitHub
 from tests.support.fake_github_config import commit_files
 from tests.support.fake_sandbox import FakeSandbox
 from tests.support.scripted_model import ScriptedModel, bash
+from tests.support.unpaced import unpaced
 from tests.unit import test_pipeline
 from tests.unit.test_pipeline import REPO, SUBMIT, World
 
@@ -104,7 +105,7 @@ class Attempts(World):
     def deps(self) -> PipelineDeps:
         return PipelineDeps(
             self.settings,
-            GitHubApp(self.settings).for_repo,
+            GitHubApp(self.settings, pacers=unpaced()).for_repo,
             self.sandbox,
             self.model_for,
             self.base_config(),

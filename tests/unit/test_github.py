@@ -13,6 +13,7 @@ from bot.github.app import GitHubApp, RepoGateway
 from bot.github.gateway import GitHubError, can_write
 from bot.settings import Settings
 from tests.support.fake_github import throwaway_key
+from tests.support.unpaced import unpaced
 
 API = "https://ghe.example.com/api/v3"
 TOKEN = {"token": "ghs_installation", "expires_at": "2099-01-01T00:00:00Z"}
@@ -28,7 +29,7 @@ def api() -> Iterator[respx.MockRouter]:
 @pytest.fixture
 def gh(api: respx.MockRouter) -> RepoGateway:
     settings = Settings(app_id=99, private_key=throwaway_key(), github_api_url=API)
-    return GitHubApp(settings).for_repo(7, "acme/widgets")
+    return GitHubApp(settings, pacers=unpaced()).for_repo(7, "acme/widgets")
 
 
 @pytest.mark.parametrize(

@@ -16,6 +16,7 @@ from bot.settings import Settings
 from bot.worker.labels import LABEL_COLOR, PACE_SECONDS, LabelKeeper
 from tests.support.fake_github import FakeGitHub, throwaway_key
 from tests.support.fake_github_config import commit_files
+from tests.support.unpaced import unpaced
 from tests.support.webhooks import example, labeled
 
 INSTALLATION = 957387  # the id in the vendored installation examples
@@ -35,7 +36,7 @@ def github() -> Iterator[FakeGitHub]:
 def keeper(github: FakeGitHub, settings: Settings, ledger: SqliteLedger, sleeps: list[float]) -> LabelKeeper:
     update = {"app_id": github.app_id, "private_key": SecretStr(throwaway_key()), "github_api_url": github.base_url}
     app_settings = settings.model_copy(update=update)
-    app = GitHubApp(app_settings)
+    app = GitHubApp(app_settings, pacers=unpaced())
     return LabelKeeper(app_settings, ledger, app.for_repo, sleep=sleeps.append, clock=lambda: 0.0)
 
 

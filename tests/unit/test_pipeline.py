@@ -20,6 +20,7 @@ from sandbox.base import EngineUnavailable, ImageMissing, Sandbox, SandboxConfig
 from tests.support.fake_github import FakeGitHub, throwaway_key
 from tests.support.fake_sandbox import FakeSandbox
 from tests.support.scripted_model import ScriptedModel, bash
+from tests.support.unpaced import unpaced
 
 REPO = "acme/widgets"
 SUBMIT = "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"
@@ -66,7 +67,7 @@ class World:
         """The pipeline's collaborators: the fake GitHub over HTTP, fake sandboxes, the scripted model."""
         return PipelineDeps(
             self.settings,
-            GitHubApp(self.settings).for_repo,
+            GitHubApp(self.settings, pacers=unpaced()).for_repo,
             self.sandbox,
             lambda _: self.model,
             load_config(),

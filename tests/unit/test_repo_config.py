@@ -16,6 +16,7 @@ from bot.repo_config.schema import RepoConfig
 from bot.settings import Settings
 from tests.support.fake_github import FakeGitHub, throwaway_key
 from tests.support.fake_github_config import commit_files
+from tests.support.unpaced import unpaced
 
 REPO = "acme/widgets"
 CONFIG = ".github/mini-fix.yml"
@@ -32,7 +33,7 @@ def github() -> Iterator[FakeGitHub]:
 
 def load(github: FakeGitHub, repo: str = REPO) -> LoadedConfig:
     settings = Settings(app_id=github.app_id, private_key=throwaway_key(), github_api_url=github.base_url)
-    app = GitHubApp(settings)
+    app = GitHubApp(settings, pacers=unpaced())
     return load_repo_config(repo, reader(app.for_repo, 7, app.for_repo(7, repo), repo))
 
 
