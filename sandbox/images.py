@@ -90,13 +90,15 @@ def build(client: docker.DockerClient, name: str, source: ImageSource, progress:
     """Build `name` from the sandbox Dockerfile on `source.base_image`, reporting each step."""
     progress(f"building sandbox image {name} from {source.context} on {source.base_image}")
     started = time.monotonic()
-    stream = client.api.build(
-        path=str(source.context), tag=name, buildargs={"BASE_IMAGE": source.base_image, "PROFILE": source.profile}, rm=True, decode=True
-    )
+    stream = client.api.build(path=str(source.context), tag=name, buildargs=_build_args(source), rm=True, decode=True)
     _follow(stream, progress, started)
     if not exists(client, name):
         raise ImageMissing(f"building sandbox image {name!r} finished without the image")
     progress(f"built sandbox image {name} in {time.monotonic() - started:.0f}s")
+
+
+def _build_args(source: ImageSource) -> dict[str, str]:
+    return {"BASE_IMAGE": source.base_image, "PROFILE": source.profile}
 
 
 def _follow(stream: Iterable[dict[str, Any]], progress: Progress, started: float) -> None:
