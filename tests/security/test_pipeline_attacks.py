@@ -11,7 +11,7 @@ import pytest
 from pydantic import SecretStr
 
 from bot.jobs import JobStatus
-from tests.support.fake_github import FakeGitHub, throwaway_key
+from tests.support.fake_github import FakeGitHub, throwaway_key, widgets_github
 from tests.support.fake_github_config import commit_files
 from tests.support.scripted_model import bash
 from tests.unit.test_pipeline import FIX, REPO, SUBMIT, World
@@ -21,12 +21,7 @@ OPERATOR_TOKEN = "operator-token-0123456789abcdef"
 
 @pytest.fixture
 def github() -> Iterator[FakeGitHub]:
-    fake = FakeGitHub()
-    fake.start()
-    fake.add_repo("acme", "widgets", {"calc.py": "def add(a, b):\n    return a - b\n"})
-    fake.set_permission("alice", "write")
-    yield fake
-    fake.stop()
+    yield from widgets_github()
 
 
 def _commit_symlink(github: FakeGitHub, name: str, target: str) -> None:

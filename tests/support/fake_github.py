@@ -16,6 +16,7 @@ import subprocess
 import tempfile
 import threading
 import time
+from collections.abc import Iterator
 from http.server import ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -262,3 +263,13 @@ def _stamp(n: int) -> str:
 def _run(cmd: list[str]) -> str:
     env = {**os.environ, "GIT_CONFIG_NOSYSTEM": "1"}
     return subprocess.run(cmd, capture_output=True, text=True, check=True, env=env).stdout
+
+
+def widgets_github() -> Iterator[FakeGitHub]:
+    """A started fake with `acme/widgets` (calc.py's `add` subtracts) and alice as a writer; stopped after."""
+    fake = FakeGitHub()
+    fake.start()
+    fake.add_repo("acme", "widgets", {"calc.py": "def add(a, b):\n    return a - b\n"})
+    fake.set_permission("alice", "write")
+    yield fake
+    fake.stop()

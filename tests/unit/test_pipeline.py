@@ -17,7 +17,7 @@ from bot.pipeline.deps import PipelineDeps
 from bot.pipeline.run import run_pipeline as run_job
 from bot.settings import Settings
 from sandbox.base import EngineUnavailable, ImageMissing, Sandbox, SandboxConfig
-from tests.support.fake_github import FakeGitHub, throwaway_key
+from tests.support.fake_github import FakeGitHub, throwaway_key, widgets_github
 from tests.support.fake_sandbox import FakeSandbox
 from tests.support.scripted_model import ScriptedModel, bash
 from tests.support.unpaced import unpaced
@@ -29,12 +29,7 @@ FIX = bash("printf 'def add(a, b):\\n    return a + b\\n' > calc.py")
 
 @pytest.fixture
 def github() -> Iterator[FakeGitHub]:
-    fake = FakeGitHub()
-    fake.start()
-    fake.add_repo("acme", "widgets", {"calc.py": "def add(a, b):\n    return a - b\n"})
-    fake.set_permission("alice", "write")
-    yield fake
-    fake.stop()
+    yield from widgets_github()
 
 
 class World:

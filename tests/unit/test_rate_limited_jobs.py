@@ -22,7 +22,7 @@ from bot.pipeline.run import run_pipeline
 from bot.queue.dispatch import JobQueue
 from bot.settings import Settings
 from bot.worker.pool import Worker
-from tests.support.fake_github import FakeGitHub, throwaway_key
+from tests.support.fake_github import FakeGitHub, throwaway_key, widgets_github
 from tests.support.fake_sandbox import FakeSandbox
 
 REPO = "acme/widgets"
@@ -31,12 +31,7 @@ COMMENTS = r"/issues/\d+/comments$"
 
 @pytest.fixture
 def github() -> Iterator[FakeGitHub]:
-    fake = FakeGitHub()
-    fake.start()
-    fake.add_repo("acme", "widgets", {"calc.py": "def add(a, b):\n    return a - b\n"})
-    fake.set_permission("alice", "write")
-    yield fake
-    fake.stop()
+    yield from widgets_github()
 
 
 @pytest.fixture

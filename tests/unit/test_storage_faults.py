@@ -13,18 +13,13 @@ from bot import metrics, trajectory
 from bot.jobs import JobStatus
 from bot.pipeline import verdicts
 from bot.trajectory import RunStats, TrajectoryWriter
-from tests.support.fake_github import FakeGitHub
+from tests.support.fake_github import FakeGitHub, widgets_github
 from tests.unit.test_pipeline import FIX, REPO, SUBMIT, World, bash
 
 
 @pytest.fixture
 def github() -> Iterator[FakeGitHub]:
-    fake = FakeGitHub()
-    fake.start()
-    fake.add_repo("acme", "widgets", {"calc.py": "def add(a, b):\n    return a - b\n"})
-    fake.set_permission("alice", "write")
-    yield fake
-    fake.stop()
+    yield from widgets_github()
 
 
 def failures() -> float:
