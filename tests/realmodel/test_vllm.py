@@ -198,12 +198,15 @@ def test_a_wrong_api_key_ends_the_run_with_one_request(vllm: VllmServer, sandbox
 
 
 def test_the_tool_call_profile_runs_real_tool_calls(vllm: VllmServer, sandbox: DockerSandbox) -> None:
-    # vLLM parses the model's hermes-style calls (--enable-auto-tool-choice --tool-call-parser hermes).
+    # vLLM parses the model's hermes-style calls (--enable-auto-tool-choice --tool-call-parser hermes). Left to
+    # choose (upstream's request), the 0.5B writes its call as JSON text in the content (probed 2026-12-02:
+    # finish_reason stop, no tool_calls); `tool_choice: required` has vLLM's guided decoding hold it to a real
+    # call, which is what this test is about: real tool calls from a real server, executed by the loop.
     config = agent_config(
         vllm,
         profiles.profile_path("toolcall"),
         agent={"step_limit": 3, "max_consecutive_format_errors": 0},
-        model={"model_kwargs": {"max_tokens": 128}},
+        model={"model_kwargs": {"max_tokens": 128, "tool_choice": "required"}},
     )
     assert config.model.tool_calls and config.profile == "toolcall"
     result = run_agent(vllm, sandbox, config, CALC.issue)
