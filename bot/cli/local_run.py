@@ -23,10 +23,11 @@ from bot.agent.config import (
 from bot.agent.loop import StepEvent
 from bot.eval.hostgit import GitFailed, base_checkout, git
 from bot.eval.quarantine import quarantined
-from bot.pipeline.admit import deployment_sandbox
+from bot.pipeline.admit import agent_config_for, sandbox_config_for, setup_networked
 from bot.pipeline.attempts import Attempt, AttemptPlan, started
 from bot.pipeline.candidates import Choice
 from bot.pipeline.capacity import JobBudget
+from bot.pipeline.ceilings import clamp
 from bot.pipeline.change import ChangeCaps
 from bot.pipeline.choose import attempts_table, choose
 from bot.pipeline.execute import SANDBOX_FAILURES
@@ -77,10 +78,21 @@ def model_config(config: MiniFixAgentConfig, request: LocalRunRequest, settings:
     return resolve_model_config(config, settings).model_copy(update={k: v for k, v in flags.items() if v})
 
 
-def sandbox_config(config: MiniFixAgentConfig, request: LocalRunRequest, settings: Settings) -> SandboxConfig:
-    """The config's environment section over the deployment's image; --image wins over both."""
-    sandbox = config.environment.to_sandbox_config(deployment_sandbox(settings))
+def sandbox_config(
+    config: MiniFixAgentConfig, request: LocalRunRequest, settings: Settings, repo: RepoConfig | None = None
+) -> SandboxConfig:
+    """The App's container for this (clamped) repository config and agent config; --image wins over both."""
+    sandbox = sandbox_config_for(config, settings, repo or RepoConfig())
     return sandbox.model_copy(update={"image": request.image}) if request.image else sandbox
+
+
+def as_the_app_would(
+    config: MiniFixAgentConfig, repo: RepoConfig, settings: Settings
+) -> tuple[MiniFixAgentConfig, RepoConfig, list[str]]:
+    """The checkout's `.github/mini-fix.yml` held to this deployment's ceilings (a note per clamp) and laid over the
+    agent config (its limits, model and image), through the App's own functions: a local run rehearses a job."""
+    clamped, notes = clamp(repo, settings)
+    return agent_config_for(config, settings, clamped), clamped, notes
 
 
 def print_step(event: StepEvent, attempt: int | None = None) -> None:
@@ -120,10 +132,12 @@ def own_checkout(repo: Path, dest: Path) -> Path:
     return dest
 
 
-def attempt_count(request: LocalRunRequest, settings: Settings) -> tuple[int, str]:
-    """`--attempts` (else MINIFIX_AGENT_ATTEMPTS) within MINIFIX_MAX_AGENT_ATTEMPTS, as the App clamps a repository's
-    `attempts:`; and the note saying so when it was lowered ('' when not)."""
-    asked, top = max(1, request.attempts or settings.agent_attempts), max(1, settings.max_agent_attempts)
+def attempt_count(request: LocalRunRequest, settings: Settings, repo: RepoConfig | None = None) -> tuple[int, str]:
+    """`--attempts`, else the repository's (clamped) `attempts:`, else MINIFIX_AGENT_ATTEMPTS, within
+    MINIFIX_MAX_AGENT_ATTEMPTS as the App clamps a repository's; and the note saying so when lowered ('' when not)."""
+    configured = repo.attempts if repo is not None else None
+    asked = max(1, request.attempts or configured or settings.agent_attempts)
+    top = max(1, settings.max_agent_attempts)
     if asked <= top:
         return asked, ""
     flag = f"--attempts {asked}" if request.attempts else f"MINIFIX_AGENT_ATTEMPTS={asked}"
@@ -155,15 +169,16 @@ def run_local(request: LocalRunRequest, settings: Settings) -> int:
     print(f"tests: {f'`{testing.command}`' if testing.command else 'none'} ({testing.why})")
     run_id = uuid.uuid4().hex[:12]
     output = request.output or Path("out") / run_id
-    config = agent_config(request, settings)
+    config, repo, clamped = as_the_app_would(agent_config(request, settings), repo, settings)
     model = model_config(config, request, settings)
     if problem := missing_api_base(model):
         hint = "pass --api-base http://HOST:PORT/v1 (scripts/ensure-model.sh start prints one for a CPU model)"
         print(f"mini-fix: {problem}: {hint}", file=sys.stderr)
         return 2
-    count, note = attempt_count(request, settings)
-    if note:
-        print(f"mini-fix: note: {note}", file=sys.stderr)
+    count, note = attempt_count(request, settings, repo)
+    for line in [*clamped, note]:
+        if line:
+            print(f"mini-fix: note: {line}", file=sys.stderr)
     where = model.api_base or "default endpoint"
     print(f"run {run_id}: model {model.model_name} at {where}, profile {config.profile}; output {output}")
     if count > 1:
@@ -225,12 +240,12 @@ def _attempt_plan(
         count=count,
         run_id=run_id,
         factory=start,
-        sandbox_config=sandbox_config(config, request, settings),
+        sandbox_config=sandbox_config(config, request, settings, repo),
         agent=config,
         model=model,
         make_model=lambda m: LitellmModel(m, api_key=api_key),
         config=repo,
-        networked=False,
+        networked=setup_networked(repo, settings),
         max_export_bytes=settings.max_export_bytes,
         caps=ChangeCaps(settings.max_changed_files, settings.max_changed_bytes),
         trajectory_path=lambda rid: output / "trajectory.json" if rid == run_id else output / rid / "trajectory.json",

@@ -47,3 +47,38 @@ def test_a_self_hosted_model_without_an_address_is_refused_at_once(
     request = LocalRunRequest(repo=build(CALC, tmp_path / "calc"), task="fix add", output=tmp_path / "out")
     assert run_local(request, settings) == 2  # before any sandbox or model call, not after minutes of retries
     assert "pass --api-base" in capsys.readouterr().err and not (tmp_path / "out").exists()
+
+
+def test_a_local_run_takes_the_checkouts_image_limits_network_and_attempts_as_the_app_would(tmp_path: Path) -> None:
+    from bot.agent.config import DEFAULT_CONFIG_PATH, load_config
+    from bot.cli.local_run import as_the_app_would, sandbox_config
+    from bot.pipeline.admit import setup_networked
+    from bot.repo_config.schema import Limits, RepoConfig
+
+    settings = Settings(
+        data_dir=tmp_path,
+        allowed_images=["mini-fix-sandbox:*"],
+        allow_setup_network=True,
+        max_steps=40,
+        max_agent_attempts=3,
+        _env_file=None,
+    )
+    repo = RepoConfig(
+        image="mini-fix-sandbox:slim",
+        limits=Limits(steps=99, memory="1g", cpus=0.5),
+        setup=["pip install -e ."],
+        setup_network=True,
+        attempts=9,
+    )
+    request = LocalRunRequest(repo=tmp_path, task="fix it")
+    agent, clamped, notes = as_the_app_would(load_config(DEFAULT_CONFIG_PATH), repo, settings)
+    sandbox = sandbox_config(agent, request, settings, clamped)
+    assert (sandbox.image, sandbox.memory, sandbox.cpus, sandbox.network) == ("mini-fix-sandbox:slim", "1g", 0.5, True)
+    assert agent.agent.step_limit == 40 and setup_networked(clamped, settings)  # the ceiling, as the App clamps
+    assert any("limits.steps: 99" in n for n in notes) and any("attempts: 9" in n for n in notes)
+    assert attempt_count(request, settings, clamped) == (3, "")  # the repository's attempts, clamped
+    assert sandbox_config(agent, replace(request, image="other:1"), settings, clamped).image == "other:1"
+    denied = settings.model_copy(update={"allowed_images": [], "allow_setup_network": False})
+    agent, clamped, notes = as_the_app_would(load_config(DEFAULT_CONFIG_PATH), repo, denied)
+    assert sandbox_config(agent, request, denied, clamped).image == denied.sandbox_image
+    assert not sandbox_config(agent, request, denied, clamped).network and len(notes) == 4
