@@ -10,7 +10,7 @@ from typing import Any
 
 from bot.jobs import Job, JobStatus
 from bot.ledger import open_ledger
-from bot.ledger.pr_outcomes import describe, pull_of, retry_counts
+from bot.ledger.pr_outcomes import FOLLOWUPS, describe, pull_of, retry_counts
 from bot.settings import Settings
 
 COLUMNS = ("id", "repo", "issue", "kind", "status", "attempts", "created", "updated", "pr", "outcome")
@@ -32,7 +32,7 @@ def _when(value: datetime | None) -> str:
     return value.strftime("%Y-%m-%d %H:%M:%S") if value else "-"
 
 
-def job_row(job: Job, outcomes: Outcomes | None = None, retries: int = 0) -> dict[str, object]:
+def job_row(job: Job, outcomes: Outcomes | None = None, retries: int = 0, followups: int = 0) -> dict[str, object]:
     """The columns `mini-fix jobs` shows for one job; `outcome` is what happened to its PR since."""
     pull = pull_of(job.pr_url)
     outcome = (outcomes or {}).get((job.repo, pull)) if pull is not None else None
@@ -46,35 +46,44 @@ def job_row(job: Job, outcomes: Outcomes | None = None, retries: int = 0) -> dic
         "created": _when(job.created_at),
         "updated": _when(job.updated_at),
         "pr": job.pr_url or "-",
-        "outcome": ending(job, outcome, retries),
+        "outcome": ending(job, outcome, retries, followups),
         "pr_outcome": outcome,
         "retries": retries,
+        "followups": followups,
         "error": job.error,
     }
 
 
-def ending(job: Job, pr_outcome: dict[str, Any] | None, retries: int = 0) -> str:
+def ending(job: Job, pr_outcome: dict[str, Any] | None, retries: int = 0, followups: int = 0) -> str:
     """What became of the job: its PR's fate when GitHub told us, else its error, else its status in words."""
     if pr_outcome:
-        return describe(pr_outcome, retries)
+        return describe(pr_outcome, retries, followups)
     if job.error:
         text = job.error
     elif job.status == JobStatus.SUCCEEDED and job.pr_url:
         text = "pull request open"
     else:
         text = ENDINGS.get(JobStatus(job.status), str(job.status))
-    return ", ".join([text, *([describe(None, retries)] if retries else [])])
+    return ", ".join([text, *([describe(None, retries, followups)] if retries or followups else [])])
 
 
 def format_table(jobs: list[Job], outcomes: Outcomes | None = None) -> str:
     """A fixed-width table, newest first as the ledger lists them."""
-    retries = retry_counts(jobs)
-    shown = [job_row(job, outcomes, retries.get((job.repo, job.issue), 0)) for job in jobs]
+    shown = _rows(jobs, outcomes)
     rows = [[_cell(col, row[col]) for col in COLUMNS] for row in shown]
     widths = [max([len(col), *(len(row[i]) for row in rows)]) for i, col in enumerate(COLUMNS)]
     lines = ["  ".join(col.upper().ljust(w) for col, w in zip(COLUMNS, widths, strict=True))]
     lines += ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)) for row in rows]
     return "\n".join(line.rstrip() for line in lines)
+
+
+def _rows(jobs: list[Job], outcomes: Outcomes | None) -> list[dict[str, object]]:
+    retries, followups = retry_counts(jobs), retry_counts(jobs, FOLLOWUPS)
+    return [job_row(job, outcomes, retries.get(key, 0), followups.get(key, 0)) for job, key in _keyed(jobs)]
+
+
+def _keyed(jobs: list[Job]) -> list[tuple[Job, tuple[str, int]]]:
+    return [(job, (job.repo, job.issue)) for job in jobs]
 
 
 def _cell(column: str, value: object) -> str:
@@ -95,9 +104,8 @@ def print_jobs(settings: Settings, *, as_json: bool, limit: int) -> int:
         ledger.close()
     try:
         if as_json:
-            retries = retry_counts(jobs)
-            for job in jobs:
-                print(json.dumps(job_row(job, outcomes, retries.get((job.repo, job.issue), 0))))
+            for row in _rows(jobs, outcomes):
+                print(json.dumps(row))
         else:
             print(format_table(jobs, outcomes) if jobs else "no jobs yet")
         sys.stdout.flush()

@@ -80,23 +80,28 @@ def pull_of(pr_url: str | None) -> int | None:
     return int(match.group(1)) if match else None
 
 
-def describe(outcome: dict[str, Any] | None, retries: int = 0) -> str:
-    """A short text: `merged after 2 human pushes, 1 approved, 1 retry`, `open`, `closed`, or '-'."""
+def describe(outcome: dict[str, Any] | None, retries: int = 0, followups: int = 0) -> str:
+    """A short text: `merged after 2 human pushes, 1 approved, 1 retry, 2 follow-ups`, `open`, `closed`, or '-'."""
+    runs = [f"{retries} retr{'y' if retries == 1 else 'ies'}"] if retries else []
+    runs += [f"{followups} follow-up{'' if followups == 1 else 's'}"] if followups else []
     if not outcome:
-        return "-" if not retries else f"{retries} retr{'y' if retries == 1 else 'ies'}"
+        return ", ".join(runs) or "-"
     text = outcome["state"]
     if outcome["human_pushes"]:
         pushes = outcome["human_pushes"]
         text += f" after {pushes} human push{'es' if pushes > 1 else ''}"
     reviews = [f"{n} {kind.replace('_', ' ')}" for kind, n in outcome["reviews"].items() if n]
-    extra = reviews + ([f"{retries} retr{'y' if retries == 1 else 'ies'}"] if retries else [])
-    return ", ".join([text, *extra])
+    return ", ".join([text, *reviews, *runs])
 
 
-def retry_counts(jobs: list[Job]) -> dict[tuple[str, int], int]:
-    """How many retry jobs each (repo, issue) had, among `jobs`."""
+def retry_counts(jobs: list[Job], kinds: tuple[JobKind, ...] = (JobKind.RETRY,)) -> dict[tuple[str, int], int]:
+    """How many jobs of `kinds` (by default retries) each (repo, issue) had, among `jobs`."""
     counts: dict[tuple[str, int], int] = {}
     for job in jobs:
-        if job.kind == JobKind.RETRY:
+        if job.kind in kinds:
             counts[(job.repo, job.issue)] = counts.get((job.repo, job.issue), 0) + 1
     return counts
+
+
+FOLLOWUPS = (JobKind.CI, JobKind.REVIEW)
+"""The jobs CI and reviews started on the App's PR, counted beside the retries a person asked for."""

@@ -139,3 +139,21 @@ def test_run_list_shows_the_outcome(
     finally:
         queue.close()
     assert page.status_code == 200 and "<td>merged</td>" in page.text
+
+
+def test_follow_ups_count_beside_the_retries_in_a_prs_outcome() -> None:
+    from bot.cli.jobs_report import job_row
+    from bot.jobs import Job, JobKind
+    from bot.ledger.pr_outcomes import FOLLOWUPS, retry_counts
+
+    def job(kind: JobKind, n: int) -> Job:
+        return Job(
+            f"j{n}", kind, 7, "acme/widgets", 3, "alice", f"d{n}", pr_url="https://github.com/acme/widgets/pull/9"
+        )
+
+    jobs = [job(JobKind.FIX, 1), job(JobKind.CI, 2), job(JobKind.REVIEW, 3), job(JobKind.CI, 4), job(JobKind.RETRY, 5)]
+    assert retry_counts(jobs) == {("acme/widgets", 3): 1}
+    assert retry_counts(jobs, FOLLOWUPS) == {("acme/widgets", 3): 3}
+    outcome = {"state": "merged", "human_pushes": 0, "reviews": {"approved": 1}}
+    row = job_row(jobs[0], {("acme/widgets", 9): outcome}, retries=1, followups=3)
+    assert row["outcome"] == "merged, 1 approved, 1 retry, 3 follow-ups" and row["followups"] == 3
