@@ -139,6 +139,12 @@ def _run(
         key, detail = (Outcome.PR_OPENED if state.published and state.published.created else Outcome.PR_UPDATED), ""
     except RunFailed as exc:
         key, detail = exc.outcome, exc.detail
+    except RateLimited as exc:  # GitHub's limit outlasted the retries mid-run: paused, the job runs again later
+        if job.attempts < deps.settings.max_claims:
+            paused = report(state, Outcome.REQUEUED, "", deps.settings)
+            log.warning("job_deferred", error=str(exc), retry_in_s=exc.retry_after, attempt=job.attempts)
+            return replace(paused, error=f"{Outcome.GITHUB_RATE_LIMITED}: {exc}", retry_in=exc.retry_after)
+        key, detail = Outcome.GITHUB_RATE_LIMITED, str(exc)
     except GitHubError as exc:
         key, detail = Outcome.GITHUB_FAILED, str(exc)
     if key == Outcome.CANCELLED and cancel_reason(cancel) == SHUTDOWN_REASON:

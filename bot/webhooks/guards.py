@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from bot.jobs import JobKind, JobStatus
+from bot.jobs import JobStatus
 from bot.settings import Settings
 from bot.webhooks.decision import Decision, Payload, dig_str, ignore
 from bot.webhooks.lookups import LedgerReads
@@ -32,7 +32,7 @@ def guard(decision: Decision, settings: Settings, ledger: LedgerReads) -> Decisi
         return decision
     if not ledger.installation_active(job.installation_id):
         return ignore(f"installation {job.installation_id} is suspended or deleted")
-    if settings.max_queued_per_installation > 0 and job.kind in (JobKind.FIX, JobKind.RETRY):
+    if settings.max_queued_per_installation > 0 and not job.kind.is_control:
         queued = ledger.count_jobs(job.installation_id, JobStatus.QUEUED, other_than=(job.repo, job.issue))
         if over_queue_cap(settings, queued):
             job = replace(job, extra={**job.extra, QUEUE_FULL: True})

@@ -201,7 +201,7 @@ class Worker:
         """True (and the job set aside) when its installation already runs its cap of jobs."""
         cap = self.settings.max_running_per_installation
         job = self.ledger.get(job_id) if cap > 0 else None
-        if job is None or job.status != JobStatus.QUEUED or job.kind not in (JobKind.FIX, JobKind.RETRY):
+        if job is None or job.status != JobStatus.QUEUED or job.kind.is_control:
             return False
         if self.ledger.count_jobs(job.installation_id, JobStatus.RUNNING) < cap:
             return False

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -269,3 +270,23 @@ def test_a_resumed_job_takes_over_only_its_own_bots_comment(github: FakeGitHub, 
     bodies = {c["id"]: c["body"] for c in github.comments_on(REPO, world.issue)}
     assert len(bodies) == 3 and "opened a pull request" in bodies[mine]
     assert sum("opened a pull request" in b for b in bodies.values()) == 1
+
+
+def test_a_rate_limit_that_outlasts_the_retries_mid_run_pauses_the_job_and_the_next_claim_opens_the_pr(
+    github: FakeGitHub, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(time, "sleep", lambda seconds: None)  # githubkit's waits within the bound
+    refusal = github.faults.secondary_rate_limit("POST", r"/pulls$", count=None, retry_after=30)
+    world = World(github, tmp_path, [FIX, bash(SUBMIT), FIX, bash(SUBMIT)])
+    first = world.run(attempts=1)
+    assert first.status == JobStatus.QUEUED and first.retry_in == 30  # back to the queue, not failed
+    assert first.error and first.error.startswith("github_rate_limited:")
+    assert github.pulls == [] and refusal.hits > 1
+    [status] = world.issue_comments()
+    assert "paused" in status.lower()
+    github.faults.rules.clear()
+    second = world.run(attempts=2)
+    assert second.status == JobStatus.SUCCEEDED, second.error
+    [pr] = github.pulls
+    [status] = world.issue_comments()  # the same status comment, now with the PR
+    assert pr["html_url"] in status

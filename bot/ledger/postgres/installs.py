@@ -8,6 +8,7 @@ from typing import Any
 import psycopg
 
 from bot.jobs import InstallationChange
+from bot.ledger.sql import RUNS
 
 SCHEMA = (
     "CREATE TABLE IF NOT EXISTS repo_labels (repo TEXT PRIMARY KEY, label TEXT NOT NULL, "
@@ -77,10 +78,10 @@ def take_label_chore(conn: Conn) -> tuple[int, str] | None:
 
 
 def count(conn: Conn, installation_id: int, status: str, *, other_than: tuple[str, int] | None = None) -> int:
-    """Fix and retry jobs of an installation in `status`, not counting one issue's and queue-full ones."""
+    """Runs (fix, retry, follow-ups) of an installation in `status`, not counting one issue's and queue-full ones."""
     repo, issue = other_than or ("", 0)
     row = conn.execute(
-        "SELECT COUNT(*) FROM jobs WHERE installation_id = %s AND status = %s AND kind IN ('fix', 'retry') "
+        f"SELECT COUNT(*) FROM jobs WHERE installation_id = %s AND status = %s AND {RUNS} "
         "AND (extra::jsonb -> 'queue_full') IS NULL AND NOT (repo = %s AND issue = %s)",
         (installation_id, status, repo, issue),
     ).fetchone()

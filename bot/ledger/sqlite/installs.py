@@ -6,6 +6,7 @@ import sqlite3
 import time
 
 from bot.jobs import InstallationChange
+from bot.ledger.sql import RUNS
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS repo_labels (repo TEXT PRIMARY KEY, label TEXT NOT NULL, updated_at REAL NOT NULL);
@@ -68,10 +69,10 @@ def take_label_chore(conn: Conn) -> tuple[int, str] | None:
 
 
 def count(conn: Conn, installation_id: int, status: str, *, other_than: tuple[str, int] | None = None) -> int:
-    """Fix and retry jobs of an installation in `status`, not counting one issue's and queue-full ones."""
+    """Runs (fix, retry, follow-ups) of an installation in `status`, not counting one issue's and queue-full ones."""
     repo, issue = other_than or ("", 0)
     row = conn.execute(
-        "SELECT COUNT(*) FROM jobs WHERE installation_id = ? AND status = ? AND kind IN ('fix', 'retry') "
+        f"SELECT COUNT(*) FROM jobs WHERE installation_id = ? AND status = ? AND {RUNS} "
         "AND json_extract(extra, '$.queue_full') IS NULL AND NOT (repo = ? AND issue = ?)",
         (installation_id, status, repo, issue),
     ).fetchone()
