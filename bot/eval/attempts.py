@@ -33,8 +33,7 @@ from bot.eval.solve import (
 from bot.eval.tasks import EvalTask
 from bot.pipeline.candidates import Candidate, Choice, refusals
 from bot.pipeline.choose import choose, reproductions_passed
-from bot.pipeline.execute import RunFailed
-from bot.pipeline.testbed import SetupFailed
+from bot.pipeline.errors import RunFailed, SetupFailed
 from bot.pipeline.verify import verify
 from bot.trajectory import annotate_trajectory
 from sandbox.base import SandboxError

@@ -10,7 +10,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from bot.eval.quarantine import quarantined
-from bot.pipeline.gitops import GitError, git_bytes
+from bot.pipeline.errors import GitError
+from bot.pipeline.gitops import git_bytes
 
 GitFailed = GitError
 """A git step failed; the message says which and git's own reason (the worker's own git error)."""

@@ -20,9 +20,9 @@ from bot.eval.tasks import EvalTask
 from bot.pipeline import execute
 from bot.pipeline.admit import agent_config_for, guidance, sandbox_config_for
 from bot.pipeline.change import Change, ChangeCaps
-from bot.pipeline.execute import RunFailed
+from bot.pipeline.errors import RunFailed, SetupFailed
 from bot.pipeline.task import MAX_TASK_CHARS, cap, clean
-from bot.pipeline.testbed import SandboxFactory, SetupFailed, prepared
+from bot.pipeline.testbed import SandboxFactory, prepared
 from bot.settings import Settings
 from bot.trajectory import TrajectoryWriter
 from sandbox.base import SandboxConfig, SandboxError

@@ -26,7 +26,8 @@ from bot.pipeline import execute, exits
 from bot.pipeline.candidates import Candidate
 from bot.pipeline.capacity import JobBudget, SandboxSlots
 from bot.pipeline.change import Change, ChangeCaps
-from bot.pipeline.execute import EarlySandbox, RunFailed
+from bot.pipeline.errors import RunFailed
+from bot.pipeline.execute import EarlySandbox
 from bot.repo_config.schema import RepoConfig
 from bot.trajectory import TrajectoryWriter
 from sandbox.base import Sandbox, SandboxConfig

@@ -13,6 +13,7 @@ from functools import partial
 from pathlib import Path
 
 from bot.pipeline import gitops
+from bot.pipeline.errors import ChangeTooLarge
 
 LINK_MODES = {"120000": "symlink", "160000": "gitlink"}
 SUBMODULES_FILE = ".gitmodules"
@@ -25,10 +26,6 @@ class ChangeCaps:
 
     files: int = 10_000
     bytes: int = 64 << 20
-
-
-class ChangeTooLarge(Exception):
-    """The exported tree changes more files or bytes than the caps allow; the message says which and how much."""
 
 
 @dataclass(frozen=True)

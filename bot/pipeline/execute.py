@@ -15,7 +15,8 @@ from bot.agent.model_base import Model
 from bot.github.gateway import GitHubGateway, RepoInfo
 from bot.jobs import Job, Outcome
 from bot.pipeline import gitops
-from bot.pipeline.change import Change, ChangeCaps, ChangeTooLarge, compute_change, setup_excludes
+from bot.pipeline.change import Change, ChangeCaps, compute_change, setup_excludes
+from bot.pipeline.errors import ChangeTooLarge, RunFailed
 from bot.pipeline.exits import SUBMITTED, exit_for
 from bot.pipeline.missing import missing_tool
 from bot.trajectory import TrajectoryWriter
@@ -29,14 +30,6 @@ SANDBOX_FAILURES: list[tuple[type[SandboxError], Outcome]] = [
     (EngineUnavailable, Outcome.SANDBOX_UNAVAILABLE),
     (SandboxError, Outcome.SANDBOX_FAILED),
 ]
-
-
-class RunFailed(Exception):
-    """A step could not go on; `outcome` says how the run ends, `detail` is safe to show."""
-
-    def __init__(self, outcome: Outcome, detail: str = "") -> None:
-        super().__init__(f"{outcome}: {detail}" if detail else str(outcome))
-        self.outcome, self.detail = Outcome(outcome), detail
 
 
 @contextmanager

@@ -9,7 +9,7 @@ from bot.pipeline import exits
 from bot.pipeline.attempts import Attempt
 from bot.pipeline.choose import attempts_table, choose
 from bot.pipeline.deps import PipelineDeps
-from bot.pipeline.execute import RunFailed
+from bot.pipeline.errors import RunFailed
 from bot.pipeline.report import run_link
 from bot.pipeline.state import RunState
 from bot.pipeline.verdicts import none_acceptable, partial_work, record_verdicts, refuse

@@ -12,7 +12,8 @@ from bot.github.gateway import GitHubGateway, Issue, PullRequest
 from bot.jobs import JobKind, Outcome, RunInfo
 from bot.pipeline import branch, gitops
 from bot.pipeline.checks import checks_from_steps, untrusted_summary
-from bot.pipeline.execute import RunFailed, git_failure
+from bot.pipeline.errors import RunFailed
+from bot.pipeline.execute import git_failure
 from bot.pipeline.transcript import render_trajectory, steps_from_messages
 from bot.render import diffstat, fit, render
 

@@ -31,7 +31,7 @@ from bot.pipeline.choose import dropped_notes, dropped_text, evidence
 from bot.pipeline.control import run_control
 from bot.pipeline.deferral import rate_limited
 from bot.pipeline.deps import PipelineDeps
-from bot.pipeline.execute import RunFailed
+from bot.pipeline.errors import RunFailed
 from bot.pipeline.feedback import review_feedback
 from bot.pipeline.judge import judge
 from bot.pipeline.outbound import RedactingGateway

@@ -11,15 +11,12 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from bot.pipeline.execute import TEST_TIMEOUT, RunFailed, run_setup
+from bot.pipeline.errors import RunFailed, SetupFailed
+from bot.pipeline.execute import TEST_TIMEOUT, run_setup
 from bot.repo_config.schema import RepoConfig
 from sandbox.base import Sandbox, SandboxConfig, SandboxError
 
 SandboxFactory = Callable[[SandboxConfig, str], Sandbox]
-
-
-class SetupFailed(Exception):
-    """A sandbox for testing could not be made ready; the message says why."""
 
 
 def test_command(template: str, ids: list[str]) -> str:

@@ -17,7 +17,7 @@ from bot.jobs import Outcome
 from bot.pipeline import exits
 from bot.pipeline.attempts import Attempt
 from bot.pipeline.candidates import Candidate, Choice, refusals
-from bot.pipeline.execute import RunFailed
+from bot.pipeline.errors import RunFailed
 from bot.repo_config.schema import RepoConfig
 from bot.trajectory import redact, write_atomic
 

@@ -38,9 +38,9 @@ import structlog
 from bot.pipeline import dropped, missing, reproduce, trees
 from bot.pipeline.candidates import Candidate, Reproduction
 from bot.pipeline.capacity import SandboxSlots
-from bot.pipeline.execute import OUTPUT_TAIL, TEST_TIMEOUT, RunFailed, closed_on_cancel, run_test
-from bot.pipeline.gitops import GitError
-from bot.pipeline.testbed import SandboxFactory, SetupFailed, prepared
+from bot.pipeline.errors import GitError, RunFailed, SetupFailed
+from bot.pipeline.execute import OUTPUT_TAIL, TEST_TIMEOUT, closed_on_cancel, run_test
+from bot.pipeline.testbed import SandboxFactory, prepared
 from bot.repo_config.schema import RepoConfig
 from sandbox.base import Sandbox, SandboxConfig, SandboxError
 

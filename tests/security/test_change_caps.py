@@ -11,7 +11,8 @@ import pytest
 from bot.jobs import Outcome
 from bot.pipeline import change as change_module
 from bot.pipeline import execute, gitops
-from bot.pipeline.change import ChangeCaps, ChangeTooLarge, compute_change
+from bot.pipeline.change import ChangeCaps, compute_change
+from bot.pipeline.errors import ChangeTooLarge
 from bot.settings import Settings
 from tests.support.candidates import calc_base
 

@@ -11,7 +11,8 @@ import pytest
 from bot.github.gateway import BotIdentity
 from bot.pipeline import gitops
 from bot.pipeline.change import Change, compute_change
-from bot.pipeline.execute import RunFailed, run_test, take_change
+from bot.pipeline.errors import RunFailed
+from bot.pipeline.execute import run_test, take_change
 from sandbox.docker import DockerSandbox
 from tests.security.repos import checkout, git
 

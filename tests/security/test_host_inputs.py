@@ -161,11 +161,16 @@ def test_signed_links_expire_and_malformed_signatures_are_refused() -> None:
     fields = dict(part.split("=") for part in query.split("&"))
     expires = int(fields["exp"])
     assert expires == 1_000_000 + 30 * 86_400
-    assert signing.check_signature(settings, "run1", fields["sig"], fields["exp"], now=expires - 1)
-    assert not signing.check_signature(settings, "run1", fields["sig"], fields["exp"], now=expires + 1)
-    assert not signing.check_signature(settings, "run1", fields["sig"], str(expires + 86_400), now=expires - 1)
-    assert not signing.check_signature(settings, "run1", "é" * 32, fields["exp"], now=0)
-    assert not signing.check_signature(settings, "run1", fields["sig"], "１２３", now=0)  # non-ASCII digits
+
+    def check(sig: str, exp: str, now: float) -> bool:
+        link = {"sig": sig, "exp": exp, "v": fields["v"]}
+        return signing.check_link(settings, "run1", link, lambda: None, now=now)
+
+    assert check(fields["sig"], fields["exp"], now=expires - 1)
+    assert not check(fields["sig"], fields["exp"], now=expires + 1)
+    assert not check(fields["sig"], str(expires + 86_400), now=expires - 1)
+    assert not check("é" * 32, fields["exp"], now=0)
+    assert not check(fields["sig"], "１２３", now=0)  # non-ASCII digits
 
 
 def test_a_clone_over_the_size_cap_is_refused_before_the_sandbox_sees_it(github: FakeGitHub, tmp_path: Path) -> None:
