@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from bot.pipeline import gitops
+from bot.pipeline import diffpaths
 from bot.pipeline.change import Change
 from bot.repo_config.schema import RepoConfig
 
@@ -99,7 +99,7 @@ class Choice:
 
 def refusals(change: Change, config: RepoConfig, secrets: list[str]) -> list[str]:
     """Why a change may not be published: protected paths, links the config does not allow, a worker's secret."""
-    refused = gitops.protected(change.paths, config.protected_paths)
+    refused = diffpaths.protected(change.paths, config.protected_paths)
     if not config.allow_links:
         refused += change.links
     if any(secret in change.diff for secret in secrets if secret):

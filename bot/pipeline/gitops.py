@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import base64
-import codecs
-import fnmatch
 import os
 import re
 import shutil
 import subprocess
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import tenacity
@@ -18,12 +16,9 @@ from bot.github.gateway import BotIdentity
 from bot.pipeline.errors import GitError as GitError  # gitops.GitError reads naturally at call sites
 from bot.pipeline.errors import LeaseRejected as LeaseRejected
 
-PROTECTED_PREFIXES = (".github/workflows/",)
 REMOTE_ATTEMPTS = 4  # tries of one clone, fetch or push when GitHub's answer is transient
 RETRY_WAIT = tenacity.wait_exponential(multiplier=1, min=1, max=20)  # tests set tenacity.wait_none()
 Token = str | Callable[[], str]  # a token, or where to get one valid now (asked again before every try)
-_HEADER = re.compile(r"^diff --git (.+)$")
-_RENAME = re.compile(r"^(?:rename|copy) (?:from|to) (.+)$")
 
 
 # What git prints when the server or the connection failed, not the request: worth another try.
@@ -291,52 +286,6 @@ def push(repo: Path, token: Token, branch: str, *, lease: str | None = None) -> 
     ref = f"refs/heads/{branch}"
     force = "--force" if lease is None else f"--force-with-lease={ref}:{lease}"
     _remote(["push", force, "--quiet", "origin", f"HEAD:{ref}"], token, cwd=repo, what="git push")
-
-
-def changed_paths(diff: str) -> list[str]:
-    """Every path a diff touches (both sides of renames and copies), in order, without duplicates."""
-    paths: dict[str, None] = {}
-    for line in diff.splitlines():
-        if m := _HEADER.match(line):
-            paths.update(dict.fromkeys(_header_paths(m.group(1))))
-        elif m := _RENAME.match(line):
-            paths[_unquote(m.group(1))] = None
-    return list(paths)
-
-
-def _header_paths(rest: str) -> list[str]:
-    if rest.startswith('"') or rest.endswith('"'):
-        parts = re.findall(r'"(?:[^"\\]|\\.)*"|\S+', rest)
-        return [_unquote(p)[2:] for p in parts if len(_unquote(p)) > 2]
-    n = (len(rest) - 5) // 2  # "a/P b/P": only the unrenamed case splits unambiguously
-    if rest.startswith("a/") and rest[2 + n : 5 + n] == " b/" and rest[2 : 2 + n] == rest[5 + n :]:
-        return [rest[2 : 2 + n]]
-    return []  # a rename: its `rename from/to` lines name the paths
-
-
-def _unquote(path: str) -> str:
-    if len(path) >= 2 and path[0] == path[-1] == '"':
-        raw = codecs.escape_decode(path[1:-1].encode())[0]
-        return raw.decode("utf-8", errors="replace")
-    return path
-
-
-def protected_paths(diff: str, extra_globs: Iterable[str] = ()) -> list[str]:
-    """Paths in `diff` the App may not push: workflows (no `workflows` permission) and configured globs."""
-    return protected(changed_paths(diff), extra_globs)
-
-
-def protected(paths: Iterable[str], extra_globs: Iterable[str] = ()) -> list[str]:
-    """The paths the App may not push; a path is also tried as a directory, so a file or symlink replacing
-    `.github/workflows` is caught and `secret/**` matches `secret` itself."""
-    globs = list(extra_globs)
-    return [p for p in paths if any(_matches(c, globs) for c in (p, p.rstrip("/") + "/"))]
-
-
-def _matches(path: str, globs: list[str]) -> bool:
-    if path.startswith(PROTECTED_PREFIXES):
-        return True
-    return any(path.startswith(g) if g.endswith("/") else fnmatch.fnmatchcase(path, g) for g in globs)
 
 
 REGULAR_MODES = (b"100644", b"100755")

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from bot.github.gateway import BotIdentity
-from bot.pipeline import gitops
+from bot.pipeline import diffpaths, gitops
 from bot.pipeline.change import Change, compute_change
 from bot.pipeline.errors import RunFailed
 from bot.pipeline.execute import run_test, take_change
@@ -51,14 +51,14 @@ def test_the_sandboxs_git_config_cannot_hide_protected_paths(
     edits = "echo 'on: [push, pull_request]' > .github/workflows/ci.yml && echo '* @evil' > CODEOWNERS"
     _, change = _run(start_sandbox, tmp_path, [poison, edits, "echo leak > secret/token.txt", "echo x >> app.py"])
     assert sorted(change.paths) == [".github/workflows/ci.yml", "CODEOWNERS", "app.py", "secret/token.txt"]
-    assert gitops.protected(change.paths, PROTECT) == [".github/workflows/ci.yml", "CODEOWNERS", "secret/token.txt"]
+    assert diffpaths.protected(change.paths, PROTECT) == [".github/workflows/ci.yml", "CODEOWNERS", "secret/token.txt"]
     assert "diff --git a/CODEOWNERS b/CODEOWNERS" in change.diff
 
 
 def test_both_sides_of_a_rename_are_checked(start_sandbox: Callable[..., DockerSandbox], tmp_path: Path) -> None:
     _, change = _run(start_sandbox, tmp_path, ["git mv .github/workflows/ci.yml ci.yml"])
     assert sorted(change.paths) == [".github/workflows/ci.yml", "ci.yml"]
-    assert gitops.protected(change.paths) == [".github/workflows/ci.yml"]
+    assert diffpaths.protected(change.paths) == [".github/workflows/ci.yml"]
 
 
 def test_a_symlink_replacing_the_workflows_directory_is_flagged(
@@ -66,14 +66,14 @@ def test_a_symlink_replacing_the_workflows_directory_is_flagged(
 ) -> None:
     _, change = _run(start_sandbox, tmp_path, ["rm -r .github/workflows && ln -s ../evil .github/workflows"])
     assert ".github/workflows" in change.paths and ".github/workflows (symlink)" in change.links
-    assert ".github/workflows" in gitops.protected(change.paths)
+    assert ".github/workflows" in diffpaths.protected(change.paths)
 
 
 def test_secret_glob_matches_a_file_replacing_the_directory(
     start_sandbox: Callable[..., DockerSandbox], tmp_path: Path
 ) -> None:
     _, change = _run(start_sandbox, tmp_path, ["rm -r secret && echo x > secret"])
-    assert gitops.protected(change.paths, PROTECT) == ["secret", "secret/token.txt"]
+    assert diffpaths.protected(change.paths, PROTECT) == ["secret", "secret/token.txt"]
 
 
 def test_symlinks_gitlinks_and_submodules_are_reported(

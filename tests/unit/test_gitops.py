@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from bot.github.gateway import BotIdentity
-from bot.pipeline import gitops
+from bot.pipeline import diffpaths, gitops
 from tests.support.fake_github import FakeGitHub
 
 BOT = BotIdentity("mini-fix[bot]", "1+mini-fix[bot]@users.noreply.github.com")
@@ -105,10 +105,12 @@ def test_apply_failure_is_a_git_error(github: FakeGitHub, tmp_path: Path) -> Non
 
 
 def test_protected_paths_catch_workflows_and_configured_globs() -> None:
-    assert gitops.protected_paths(WORKFLOW_DIFF) == [".github/workflows/ci.yml"]
-    assert gitops.protected_paths(WORKFLOW_DIFF, ["src/*.py"]) == [".github/workflows/ci.yml", "src/app.py"]
-    assert gitops.protected_paths(WORKFLOW_DIFF, ["src/"]) == [".github/workflows/ci.yml", "src/app.py"]
-    assert gitops.protected_paths(WORKFLOW_DIFF.split("diff --git a/src")[0].replace(".github/workflows", "docs")) == []
+    assert diffpaths.protected_paths(WORKFLOW_DIFF) == [".github/workflows/ci.yml"]
+    assert diffpaths.protected_paths(WORKFLOW_DIFF, ["src/*.py"]) == [".github/workflows/ci.yml", "src/app.py"]
+    assert diffpaths.protected_paths(WORKFLOW_DIFF, ["src/"]) == [".github/workflows/ci.yml", "src/app.py"]
+    assert (
+        diffpaths.protected_paths(WORKFLOW_DIFF.split("diff --git a/src")[0].replace(".github/workflows", "docs")) == []
+    )
 
 
 def test_changed_paths_sees_renames_and_quoted_names() -> None:
@@ -117,8 +119,8 @@ def test_changed_paths_sees_renames_and_quoted_names() -> None:
         "rename from old.txt\nrename to .github/workflows/new.yml\n"
         'diff --git "a/sp ace\\tx" "b/sp ace\\tx"\n'
     )
-    assert gitops.changed_paths(diff) == ["old.txt", ".github/workflows/new.yml", "sp ace\tx"]
-    assert gitops.protected_paths(diff) == [".github/workflows/new.yml"]
+    assert diffpaths.changed_paths(diff) == ["old.txt", ".github/workflows/new.yml", "sp ace\tx"]
+    assert diffpaths.protected_paths(diff) == [".github/workflows/new.yml"]
 
 
 def _repo_with(tmp_path: Path, names: list[str]) -> Path:
