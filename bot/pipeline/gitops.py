@@ -9,6 +9,7 @@ import shutil
 import subprocess
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TypedDict, Unpack
 
 import tenacity
 
@@ -111,20 +112,19 @@ def _scrub(text: str, token: str | None) -> str:
     return text.replace(basic, "***").replace(token, "***")
 
 
-def _git(
-    args: Sequence[str],
-    *,
-    cwd: Path | None = None,
-    token: str | None = None,
-    what: str,
-    stdin: str | bytes | None = None,
-    env: dict[str, str] | None = None,
-    timeout: float = 600,
-) -> str:
+class GitOptions(TypedDict, total=False):
+    """git_bytes' keyword arguments, for the text-returning wrapper."""
+
+    cwd: Path | None
+    token: str | None
+    stdin: str | bytes | None
+    env: dict[str, str] | None
+    timeout: float
+
+
+def _git(args: Sequence[str], *, what: str, **options: Unpack[GitOptions]) -> str:
     """Run git; its output as text (non-UTF-8 bytes kept as surrogate escapes); GitError on failure."""
-    return git_bytes(args, cwd=cwd, token=token, what=what, stdin=stdin, env=env, timeout=timeout).decode(
-        "utf-8", "surrogateescape"
-    )
+    return git_bytes(args, what=what, **options).decode("utf-8", "surrogateescape")
 
 
 def git_bytes(
