@@ -57,7 +57,8 @@ def run_eval(
     command = [sys.executable, "-m", "bot.cli", "eval", str(tasks), "--output", str(out), "--attempts", str(attempts)]
     if workers:
         command += ["--attempt-workers", str(workers)]
-    command += ["--model", model, "--api-base", base, "--config", str(config)]
+    # -c replaces prompts/agent.yaml (mini-swe-agent's -c): name ours first so the overlay layers on it
+    command += ["--model", model, "--api-base", base, "-c", str(ROOT / "prompts" / "agent.yaml"), "-c", str(config)]
     began = time.monotonic()
     done = subprocess.run(command, env=env, cwd=ROOT, capture_output=True, text=True, check=False)
     if done.returncode not in (0, 1):

@@ -10,36 +10,24 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bot import metrics
-from bot.agent import profiles
-from bot.agent.config import (
-    DEFAULT_CONFIG_PATH,
-    MiniFixAgentConfig,
-    ModelConfig,
-    load_config,
-    load_specs,
-    missing_api_base,
-)
+from bot.agent.config import missing_api_base
 from bot.agent.loop import StepEvent
 from bot.eval.hostgit import GitFailed, base_checkout, git
 from bot.eval.quarantine import quarantined
-from bot.pipeline.admit import agent_config_for, sandbox_config_for, setup_networked
 from bot.pipeline.attempts import Attempt, AttemptPlan, started
 from bot.pipeline.candidates import Choice
 from bot.pipeline.capacity import JobBudget
-from bot.pipeline.ceilings import clamp
-from bot.pipeline.change import ChangeCaps
 from bot.pipeline.choose import attempts_table, choose
 from bot.pipeline.execute import SANDBOX_FAILURES
 from bot.pipeline.exits import SUBMITTED, exit_for
-from bot.pipeline.run import resolve_model_config
+from bot.pipeline.runconfig import Flags, RunConfig, resolve
+from bot.pipeline.runtime import Runtime, print_ignored
 from bot.pipeline.verdicts import record_verdicts, refuse
 from bot.pipeline.verify import verify
 from bot.repo_config import infer
 from bot.repo_config.load import ConfigError, load_repo_config
 from bot.repo_config.schema import RepoConfig
 from bot.settings import Settings
-from sandbox.base import Sandbox, SandboxConfig
 
 SANDBOX_OUTCOMES = {outcome for _, outcome in SANDBOX_FAILURES}
 
@@ -57,42 +45,17 @@ class LocalRunRequest:
     output: Path | None = None
     attempts: int | None = None  # None: MINIFIX_AGENT_ATTEMPTS
 
-
-def agent_config(request: LocalRunRequest, settings: Settings) -> MiniFixAgentConfig:
-    """mini-swe-agent's `-c`: the --config specs merged in order replace our default; without any, the model's
-    profile (MINIFIX_MODEL_PROFILES), else the default."""
-    if request.config:
-        config = load_specs([str(spec) for spec in request.config])
-    else:
-        default = load_config(settings.agent_config or DEFAULT_CONFIG_PATH)
-        name = request.model or default.model.model_name or settings.model
-        config = profiles.resolve(name, settings.model_profiles, default)
-    for warning in config.warnings:
-        print(f"warning: config key ignored: {warning}", file=sys.stderr)
-    return config
+    def flags(self) -> Flags:
+        """The flags as the run configuration takes them."""
+        return Flags(tuple(self.config), self.model, self.api_base, self.image, self.attempts)
 
 
-def model_config(config: MiniFixAgentConfig, request: LocalRunRequest, settings: Settings) -> ModelConfig:
-    """Flag, then config file, then deployment setting."""
-    flags = {"model_name": request.model, "api_base": request.api_base}
-    return resolve_model_config(config, settings).model_copy(update={k: v for k, v in flags.items() if v})
-
-
-def sandbox_config(
-    config: MiniFixAgentConfig, request: LocalRunRequest, settings: Settings, repo: RepoConfig | None = None
-) -> SandboxConfig:
-    """The App's container for this (clamped) repository config and agent config; --image wins over both."""
-    sandbox = sandbox_config_for(config, settings, repo or RepoConfig())
-    return sandbox.model_copy(update={"image": request.image}) if request.image else sandbox
-
-
-def as_the_app_would(
-    config: MiniFixAgentConfig, repo: RepoConfig, settings: Settings
-) -> tuple[MiniFixAgentConfig, RepoConfig, list[str]]:
-    """The checkout's `.github/mini-fix.yml` held to this deployment's ceilings (a note per clamp) and laid over the
-    agent config (its limits, model and image), through the App's own functions: a local run rehearses a job."""
-    clamped, notes = clamp(repo, settings)
-    return agent_config_for(config, settings, clamped), clamped, notes
+def run_config(request: LocalRunRequest, repo: RepoConfig, settings: Settings) -> RunConfig:
+    """The run configured as the App would configure the job (runconfig.resolve): the checkout's
+    `.github/mini-fix.yml` within this deployment's ceilings, the flags over everything, `-c` replacing our file."""
+    agent_file = Runtime(settings).agent_file(request.config)
+    print_ignored(agent_file)
+    return resolve(settings, agent_file, repo, request.flags())
 
 
 def print_step(event: StepEvent, attempt: int | None = None) -> None:
@@ -132,18 +95,6 @@ def own_checkout(repo: Path, dest: Path) -> Path:
     return dest
 
 
-def attempt_count(request: LocalRunRequest, settings: Settings, repo: RepoConfig | None = None) -> tuple[int, str]:
-    """`--attempts`, else the repository's (clamped) `attempts:`, else MINIFIX_AGENT_ATTEMPTS, within
-    MINIFIX_MAX_AGENT_ATTEMPTS as the App clamps a repository's; and the note saying so when lowered ('' when not)."""
-    configured = repo.attempts if repo is not None else None
-    asked = max(1, request.attempts or configured or settings.agent_attempts)
-    top = max(1, settings.max_agent_attempts)
-    if asked <= top:
-        return asked, ""
-    flag = f"--attempts {asked}" if request.attempts else f"MINIFIX_AGENT_ATTEMPTS={asked}"
-    return top, f"`{flag}` is above this deployment's ceiling (MINIFIX_MAX_AGENT_ATTEMPTS); used {top}"
-
-
 def repo_config(repo: Path) -> RepoConfig:
     """The checkout's own `.github/mini-fix.yml` (its `test`, `reproduce`, `setup`, ... judge the attempts)."""
     local = "local/checkout"
@@ -169,22 +120,20 @@ def run_local(request: LocalRunRequest, settings: Settings) -> int:
     print(f"tests: {f'`{testing.command}`' if testing.command else 'none'} ({testing.why})")
     run_id = uuid.uuid4().hex[:12]
     output = request.output or Path("out") / run_id
-    config, repo, clamped = as_the_app_would(agent_config(request, settings), repo, settings)
-    model = model_config(config, request, settings)
+    resolved = run_config(request, repo, settings)
+    model, count = resolved.model, resolved.attempts
     if problem := missing_api_base(model):
         hint = "pass --api-base http://HOST:PORT/v1 (scripts/ensure-model.sh start prints one for a CPU model)"
         print(f"mini-fix: {problem}: {hint}", file=sys.stderr)
         return 2
-    count, note = attempt_count(request, settings, repo)
-    for line in [*clamped, note]:
-        if line:
-            print(f"mini-fix: note: {line}", file=sys.stderr)
+    for line in resolved.notes:
+        print(f"mini-fix: note: {line}", file=sys.stderr)
     where = model.api_base or "default endpoint"
-    print(f"run {run_id}: model {model.model_name} at {where}, profile {config.profile}; output {output}")
+    print(f"run {run_id}: model {model.model_name} at {where}, profile {resolved.profile}; output {output}")
     if count > 1:
         print(f"{count} attempts in parallel; each one's files go in {output}/{run_id}-<k>/")
     stop = threading.Event()
-    plan = _attempt_plan(request, settings, config, model, repo, run_id, output, count, stop)
+    plan = _attempt_plan(request, settings, resolved, run_id, output, stop)
     plan.testing = testing.template_vars()
     runs, choice = _run_attempts(request, settings, plan, stop)
     return _write(runs, choice, output, count)  # a sandbox that fails ends its attempt: exit 3 when none ran
@@ -217,39 +166,24 @@ def _run_attempts(
 
 
 def _attempt_plan(
-    request: LocalRunRequest,
-    settings: Settings,
-    config: MiniFixAgentConfig,
-    model: ModelConfig,
-    repo: RepoConfig,
-    run_id: str,
-    output: Path,
-    count: int,
-    stop: threading.Event,
+    request: LocalRunRequest, settings: Settings, resolved: RunConfig, run_id: str, output: Path, stop: threading.Event
 ) -> AttemptPlan:
-    """The attempts of one local run: Docker sandboxes, the litellm model, output under `output`, printed steps."""
-    from bot.agent.model import LitellmModel
-    from sandbox.docker import DockerSandbox
-
-    api_key = settings.model_api_key.get_secret_value() if settings.model_api_key else None
-
-    def start(sandbox: SandboxConfig, sandbox_run_id: str) -> Sandbox:
-        return DockerSandbox.start(sandbox, sandbox_run_id, on_exec=metrics.SANDBOX_EXEC_SECONDS.observe)
-
+    """The attempts of one local run: the shared runtime, output under `output`, printed steps."""
+    runtime, count = Runtime(settings), resolved.attempts
     return AttemptPlan(
         count=count,
         run_id=run_id,
-        factory=start,
-        sandbox_config=sandbox_config(config, request, settings, repo),
-        agent=config,
-        model=model,
-        make_model=lambda m: LitellmModel(m, api_key=api_key),
-        config=repo,
-        networked=setup_networked(repo, settings),
-        max_export_bytes=settings.max_export_bytes,
-        caps=ChangeCaps(settings.max_changed_files, settings.max_changed_bytes),
+        factory=runtime.sandboxes(),
+        sandbox_config=resolved.sandbox,
+        agent=resolved.agent,
+        model=resolved.model,
+        make_model=runtime.model,
+        config=resolved.repo,
+        networked=resolved.setup_network,
+        max_export_bytes=resolved.max_export_bytes,
+        caps=resolved.caps,
         trajectory_path=lambda rid: output / "trajectory.json" if rid == run_id else output / rid / "trajectory.json",
-        meta={"repo": str(request.repo.resolve()), "profile": config.profile},
+        meta={"repo": str(request.repo.resolve()), "profile": resolved.profile},
         budget=JobBudget(tokens=settings.max_tokens, seconds=settings.max_wall_time, cancel=stop),
         on_step=lambda k, event: print_step(event, attempt=k if count > 1 else None),
         on_end=lambda k, how: print(f"attempt {k}: {how}", flush=True) if count > 1 else None,

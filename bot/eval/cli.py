@@ -11,7 +11,7 @@ from pathlib import Path
 
 from bot.settings import Settings
 
-USAGE = """mini-fix eval TASKS [--output DIR] [--workers K] [--model NAME] [--api-base URL] [--config YAML] [--image I]
+USAGE = """mini-fix eval TASKS [--output DIR] [--workers K] [--model NAME] [--api-base URL] [-c SPEC]... [--image I]
                      [--attempts N] [--attempt-workers K]
        mini-fix eval compare A B [--json]
        mini-fix eval mine GIT_DIR [--output FILE] [--runner unittest|pytest] [--test-cmd CMD] [--list-cmd CMD] ..."""
@@ -24,7 +24,14 @@ def _run_parser() -> argparse.ArgumentParser:
     p.add_argument("--workers", type=int, default=1, help="tasks run at once")
     p.add_argument("--model", help="litellm model name, e.g. hosted_vllm/<served-model>")
     p.add_argument("--api-base", help="OpenAI-compatible API base, e.g. http://localhost:8000/v1")
-    p.add_argument("--config", type=Path, help="agent config YAML laid over prompts/agent.yaml")
+    p.add_argument(
+        "--config",
+        "-c",
+        action="append",
+        default=[],
+        help="agent config: a YAML file or key.path=value, repeatable, merged in order; given at all, it replaces "
+        "prompts/agent.yaml (as mini-swe-agent's -c: `-c prompts/agent.yaml -c agent.step_limit=20` layers on ours)",
+    )
     p.add_argument("--image", help="sandbox image for tasks that name none")
     p.add_argument(
         "--attempts",

@@ -1,24 +1,21 @@
-"""`mini-fix eval TASKS`: wire the App's config, model and sandbox to the harness, then write the report."""
+"""`mini-fix eval TASKS`: the shared runtime and run configuration wired to the harness, then the report."""
 
 from __future__ import annotations
 
 import sys
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
-from bot.agent.config import DEFAULT_CONFIG_PATH, MiniFixAgentConfig, ModelConfig, load_config
-from bot.agent.model_base import Model
 from bot.eval.harness import run_tasks
 from bot.eval.solve import EvalContext
 from bot.eval.store import OutputInUse, ResultStore, config_digest
 from bot.eval.tasks import TaskError, load_tasks
-from bot.pipeline.run import resolve_model_config
+from bot.pipeline.runconfig import Flags, resolve
+from bot.pipeline.runtime import Runtime, print_ignored
+from bot.repo_config.schema import RepoConfig
 from bot.settings import Settings
-from sandbox.base import Sandbox, SandboxConfig
 
 
 @dataclass
@@ -30,52 +27,36 @@ class EvalRequest:
     workers: int = 1
     model: str | None = None
     api_base: str | None = None
-    config: Path | None = None
+    config: list[str] = field(default_factory=list)  # -c specs, in order (files or key.path=value)
     image: str | None = None
     attempts: int | None = None
     attempt_workers: int | None = None
 
-
-def load_agent_config(settings: Settings, config: Path | None) -> MiniFixAgentConfig:
-    """The App's agent config with a --config file laid over it."""
-    overrides: dict[str, Any] = {}
-    if config is not None:
-        overrides = yaml.safe_load(config.read_text(encoding="utf-8")) or {}
-    loaded = load_config(settings.agent_config or DEFAULT_CONFIG_PATH, overrides)
-    for warning in loaded.warnings:
-        print(f"warning: config key ignored: {warning}", file=sys.stderr)
-    return loaded
+    def flags(self) -> Flags:
+        """The flags as the run configuration takes them (`--image` is the deployment's image: see eval_context)."""
+        return Flags(config=tuple(self.config), model=self.model, api_base=self.api_base)
 
 
 def eval_context(request: EvalRequest, settings: Settings) -> EvalContext:
-    """The real collaborators: litellm and the Docker sandbox, as the App's worker uses them."""
+    """The shared runtime (litellm, Docker sandboxes labelled `mini-fix.eval`) and the agent config; `--image`
+    stands in for MINIFIX_SANDBOX_IMAGE, so a task's own image still wins."""
     if request.image:
         settings = settings.model_copy(update={"sandbox_image": request.image})
-    config = load_agent_config(settings, request.config)
-    flags = {"model_name": request.model, "api_base": request.api_base}
-    model_config = resolve_model_config(config, settings).model_copy(update={k: v for k, v in flags.items() if v})
-    api_key = settings.model_api_key.get_secret_value() if settings.model_api_key else None
-
-    def model(cfg: ModelConfig) -> Model:
-        from bot.agent.model import LitellmModel
-
-        return LitellmModel(cfg, api_key=api_key)
-
-    def sandbox(cfg: SandboxConfig, run_id: str) -> Sandbox:
-        from sandbox.docker import DockerSandbox
-
-        return DockerSandbox.start(cfg, run_id, labels={"mini-fix.eval": "1"})
-
+    runtime = Runtime(settings)
+    agent_file = runtime.agent_file(request.config)
+    print_ignored(agent_file)
+    flags = request.flags()
     return EvalContext(
         settings,
-        config,
-        model_config,
-        model,
-        sandbox,
+        agent_file,
+        resolve(settings, agent_file, RepoConfig(), flags, ceilings=False).model,
+        runtime.model,
+        runtime.sandboxes({"mini-fix.eval": "1"}),
         request.output,
         threading.Event(),
         request.attempts,
         request.attempt_workers,
+        flags=flags,
     )
 
 

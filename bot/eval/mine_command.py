@@ -5,14 +5,13 @@ from __future__ import annotations
 import argparse
 import sys
 
-from bot.eval.command import load_agent_config
 from bot.eval.hostgit import GitFailed
 from bot.eval.mine import MineRequest, mine, write_summary
 from bot.eval.tasks import write_tasks
-from bot.pipeline.admit import agent_config_for, sandbox_config_for
+from bot.pipeline.runconfig import resolve
+from bot.pipeline.runtime import Runtime
 from bot.repo_config.schema import RepoConfig
 from bot.settings import Settings
-from sandbox.base import Sandbox, SandboxConfig
 
 
 def run_mine(args: argparse.Namespace, settings: Settings) -> int:
@@ -32,16 +31,10 @@ def run_mine(args: argparse.Namespace, settings: Settings) -> int:
         args.issues,
     )
     repo_config = RepoConfig(setup=request.setup, setup_network=request.setup_network, image=request.image)
-    agent = agent_config_for(load_agent_config(settings, None), settings, repo_config)
-    config = sandbox_config_for(agent, settings, repo_config)
-
-    def sandbox(cfg: SandboxConfig, run_id: str) -> Sandbox:
-        from sandbox.docker import DockerSandbox
-
-        return DockerSandbox.start(cfg, run_id, labels={"mini-fix.eval": "1"})
-
+    runtime = Runtime(settings)
+    config = resolve(settings, runtime.agent_file(), repo_config, ceilings=False).sandbox
     try:
-        mined = mine(request, sandbox, config, lambda line: print(line, flush=True))
+        mined = mine(request, runtime.sandboxes({"mini-fix.eval": "1"}), config, lambda line: print(line, flush=True))
     except GitFailed as exc:
         print(f"mini-fix: {args.git_dir}: {exc}", file=sys.stderr)
         return 2

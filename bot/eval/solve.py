@@ -18,9 +18,10 @@ from bot.eval.grade import Grade, grade
 from bot.eval.hostgit import GitFailed, base_checkout
 from bot.eval.tasks import EvalTask
 from bot.pipeline import execute
-from bot.pipeline.admit import agent_config_for, guidance, sandbox_config_for
-from bot.pipeline.change import Change, ChangeCaps
+from bot.pipeline.admit import guidance
+from bot.pipeline.change import Change
 from bot.pipeline.errors import RunFailed, SetupFailed
+from bot.pipeline.runconfig import NO_FLAGS, Flags, RunConfig, resolve
 from bot.pipeline.task import MAX_TASK_CHARS, cap, clean
 from bot.pipeline.testbed import SandboxFactory, prepared
 from bot.settings import Settings
@@ -45,6 +46,11 @@ class EvalContext:
     cancel: threading.Event
     attempts: int | None = None  # `--attempts N`: N attempts per task, verified and chosen; None = one, as before
     attempt_workers: int | None = None  # `--attempt-workers K`: a task's attempts run at once; None = all N
+    flags: Flags = NO_FLAGS  # the command line's, for each task's run configuration
+
+    def run_config(self, task: EvalTask) -> RunConfig:
+        """The task's run configuration, as the App resolves a job's (the operator's own task: nothing clamped)."""
+        return resolve(self.settings, self.agent_config, task.repo_config(), self.flags, ceilings=False)
 
     def trajectory_path(self, task: EvalTask) -> Path:
         """Where a task's trajectory is written (SWE-bench's layout)."""
@@ -112,7 +118,8 @@ def run_attempt(
     trajectory: Path | None = None,
 ) -> Attempt:
     """The App's agent on the base `checkout` in its own sandbox; the change as the App takes it out."""
-    config = agent_config_for(ctx.agent_config, ctx.settings, task.repo_config())
+    resolved = ctx.run_config(task)
+    config = resolved.agent
     model_config = model_config or ctx.model_config
     writer = TrajectoryWriter(
         trajectory or ctx.trajectory_path(task),
@@ -129,7 +136,7 @@ def run_attempt(
         text = f"{text}\n\n{extra}"
     model = TimedModel(ctx.model(model_config))
     with (
-        prepared(ctx.sandbox, sandbox_config(task, ctx), run_id, checkout, task.repo_config()) as ready,
+        prepared(ctx.sandbox, resolved.sandbox, run_id, checkout, task.repo_config()) as ready,
         execute.closed_on_cancel(ready.sandbox, ctx.cancel),  # an interrupted eval removes its containers at once
     ):
         result = execute.run_agent(
@@ -146,18 +153,20 @@ def run_attempt(
         if result.exit_status == SUBMITTED:
             # As the App takes it: the tree exported as files, diffed against the base by the host's own git.
             export = tmp / f"export-{run_id}"
-            max_bytes = ctx.settings.max_export_bytes
-            caps = ChangeCaps(ctx.settings.max_changed_files, ctx.settings.max_changed_bytes)
             change = execute.take_change(
-                ready.sandbox, checkout, export, max_bytes=max_bytes, exclude=ready.excludes, caps=caps
+                ready.sandbox,
+                checkout,
+                export,
+                max_bytes=resolved.max_export_bytes,
+                exclude=ready.excludes,
+                caps=resolved.caps,
             )
     return Attempt(result, change, _stats(result) | {"model_seconds": round(model.seconds, 1)})
 
 
 def sandbox_config(task: EvalTask, ctx: EvalContext) -> SandboxConfig:
     """The container the App would start for this task's repository config."""
-    config = agent_config_for(ctx.agent_config, ctx.settings, task.repo_config())
-    return sandbox_config_for(config, ctx.settings, task.repo_config())
+    return ctx.run_config(task).sandbox
 
 
 def _stats(result: AgentResult) -> dict[str, Any]:

@@ -1,4 +1,4 @@
-"""A repository's config applied to one job: may it run, and with which model, limits, sandbox and guidance."""
+"""A repository's config applied to one job: may it run, and with which guidance (its values: runconfig.py)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,6 @@ from pathlib import Path
 
 import structlog
 
-from bot.agent import profiles
-from bot.agent.config import MiniFixAgentConfig
 from bot.github.gateway import GitHubError, GitHubGateway
 from bot.jobs import Job, JobKind, JobOutcome, JobStatus
 from bot.ledger.sql import ORG_WIDE
@@ -20,11 +18,9 @@ from bot.repo_config.load import ORG_REPO, ConfigError, LoadedConfig, Reader, lo
 from bot.repo_config.schema import RepoConfig
 from bot.settings import Settings
 from bot.webhooks.policy import QUEUE_FULL, queue_full_outcome
-from sandbox.base import SandboxConfig
 
 AGENTS_FILE = "AGENTS.md"
 MAX_AGENTS_BYTES = 256 << 10
-SANDBOX_GRACE_SECONDS = 900  # setup and the test command run in the same container as the agent
 RememberLabel = Callable[[str, "str | None"], None]
 
 log = structlog.get_logger(__name__)
@@ -117,54 +113,6 @@ def allowed(config: RepoConfig, gh: GitHubGateway, user: str) -> bool:
         except GitHubError as exc:  # the App may lack `members: read`: say so in the log, deny
             log.warning("team_membership_unreadable", team=team, error=str(exc))
     return False
-
-
-def agent_config_for(base: MiniFixAgentConfig, settings: Settings, config: RepoConfig) -> MiniFixAgentConfig:
-    """The model's profile (or `base`), the operator's default limits, then the repository's, its model and image."""
-    base = profiles.resolve(config.model or base.model.model_name or settings.model, settings.model_profiles, base)
-    limits = config.limits
-    steps = limits.steps or settings.step_limit
-    tokens = limits.tokens or settings.token_limit
-    wall = limits.wall_time or settings.wall_time_limit
-    agent = base.agent.model_copy(
-        update={
-            "step_limit": steps or base.agent.step_limit,
-            "token_limit": tokens or base.agent.token_limit,
-            "wall_time_limit_seconds": wall or base.agent.wall_time_limit_seconds,
-        }
-    )
-    model = base.model.model_copy(update={"model_name": config.model}) if config.model else base.model
-    env = base.environment.model_copy(update={"image": config.image}) if config.image else base.environment
-    return base.model_copy(update={"agent": agent, "model": model, "environment": env})
-
-
-def setup_networked(config: RepoConfig, settings: Settings) -> bool:
-    """A setup phase that asks for a network gets one (the filtering proxy) only where the operator allows it."""
-    return bool(config.setup) and config.setup_network and settings.allow_setup_network
-
-
-def deployment_sandbox(settings: Settings, config: RepoConfig | None = None) -> SandboxConfig:
-    """The deployment's image, size and runtime; a repository's config may resize it and give its setup a network."""
-    config = config or RepoConfig()
-    return SandboxConfig(
-        image=settings.sandbox_image,
-        memory=config.limits.memory or settings.sandbox_memory,
-        cpus=config.limits.cpus or settings.sandbox_cpus,
-        disk=config.limits.disk or settings.sandbox_disk,
-        network=setup_networked(config, settings),
-        setup_hosts=settings.setup_allowed_hosts,
-        setup_upstream_network=settings.setup_upstream_network,
-        runtime=settings.sandbox_runtime,
-    )
-
-
-def sandbox_config_for(agent: MiniFixAgentConfig, settings: Settings, config: RepoConfig) -> SandboxConfig:
-    """The run's container: the deployment's image and size, the repository's, network only for a setup phase."""
-    base = deployment_sandbox(settings, config)
-    wall = agent.agent.wall_time_limit_seconds
-    if wall > 0:
-        base = base.model_copy(update={"wall_time_seconds": max(base.wall_time_seconds, wall + SANDBOX_GRACE_SECONDS)})
-    return agent.environment.to_sandbox_config(base)
 
 
 def guidance(config: RepoConfig, checkout: Path) -> str:

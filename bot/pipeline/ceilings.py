@@ -69,8 +69,3 @@ def _clamp_limits(limits: Limits, settings: Settings, notes: list[str]) -> Limit
             notes.append(f"`limits.{key}: {size}` is outside this deployment's ceiling; used {top}")
             update[key] = top
     return limits.model_copy(update=update)
-
-
-def attempts_for(config: RepoConfig, settings: Settings) -> int:
-    """How many attempts a job of this (clamped) config makes."""
-    return min(config.attempts or settings.agent_attempts, settings.max_agent_attempts)

@@ -11,22 +11,12 @@ from pathlib import Path
 
 import structlog
 
-from bot.agent.config import MiniFixAgentConfig, ModelConfig
 from bot.agent.loop import StepEvent
 from bot.github.gateway import GitHubError, GitHubGateway, Issue, RateLimited, RepoInfo, can_write
 from bot.jobs import SHUTDOWN_REASON, Job, JobKind, JobOutcome, JobStatus, Outcome, RunInfo, cancel_reason
 from bot.pipeline import attempts, branch, execute, followup, gitops
-from bot.pipeline.admit import (
-    admit,
-    agent_config_for,
-    guidance,
-    reader,
-    sandbox_config_for,
-    setup_networked,
-)
+from bot.pipeline.admit import admit, guidance, reader
 from bot.pipeline.capacity import JobBudget, SandboxSlots
-from bot.pipeline.ceilings import attempts_for, clamp
-from bot.pipeline.change import ChangeCaps
 from bot.pipeline.choose import dropped_notes, dropped_text, evidence
 from bot.pipeline.control import run_control
 from bot.pipeline.deferral import rate_limited
@@ -45,16 +35,14 @@ from bot.pipeline.publish import (
     wip_note,
 )
 from bot.pipeline.report import report, run_link
+from bot.pipeline.runconfig import RunConfig, resolve
 from bot.pipeline.state import RunState
 from bot.pipeline.status import StatusComment
 from bot.pipeline.task import build_task, clean
 from bot.pipeline.tokens import FreshToken
 from bot.render import render
 from bot.repo_config import devcontainer, infer
-from bot.repo_config.schema import RepoConfig
-from bot.settings import Settings
 from bot.trajectory import redact
-from sandbox.base import SandboxConfig
 
 log = structlog.get_logger(__name__)
 
@@ -79,17 +67,15 @@ def run_pipeline(job: Job, cancel: threading.Event, deps: PipelineDeps) -> JobOu
             admitted = admit(job, gh, number, deps.settings, read, deps.remember_label)
             if isinstance(admitted, JobOutcome):
                 return replace(admitted, run_id=run_id)
-            admitted, notes = clamp(admitted, deps.settings)
+            found = None
             if deps.settings.devcontainer_images:  # off by default: no extra reads of the repository
                 found, _ = devcontainer.read(read, job.repo)
-                admitted, more = devcontainer.apply(admitted, found, deps.settings.devcontainer_images)
-                notes += more
-            prepared = followup.prepare(job, gh, admitted, deps.settings, deps.issue_jobs)
+            resolved = resolve(deps.settings, deps.agent_config, admitted, devcontainer=found)
+            prepared = followup.prepare(job, gh, resolved.repo, deps.settings, deps.issue_jobs)
             if isinstance(prepared, JobOutcome):
                 return replace(prepared, run_id=run_id)
             job = prepared  # a follow-up carries what failed, or the review, into its task
-            agent = agent_config_for(deps.agent_config, deps.settings, admitted)
-            return _run(job, cancel, deps, gh, number, run_id, admitted, agent, notes)
+            return _run(job, cancel, deps, gh, number, run_id, resolved)
         except RateLimited as exc:  # before a status comment exists: run again once GitHub allows
             return rate_limited(job, gh, exc, run_id, deps.settings)
         except (GitHubError, RunFailed) as exc:  # before a status comment exists: nowhere useful to write
@@ -110,32 +96,31 @@ def _run(
     gh: GitHubGateway,
     number: int,
     run_id: str,
-    config: RepoConfig,
-    agent: MiniFixAgentConfig,
-    notes: list[str],
+    resolved: RunConfig,
 ) -> JobOutcome:
     gh.add_reaction(number, "eyes")
     if job.comment_id:
         gh.add_reaction(number, "eyes", comment_id=job.comment_id)
-    model_config = resolve_model_config(agent, deps.settings)
     run: RunInfo = {
         "run_id": run_id,
-        "model": model_config.model_name,
-        "profile": agent.profile,
+        "model": resolved.model.model_name,
+        "profile": resolved.profile,
         "requester": job.requester,
         "retry": job.kind == JobKind.RETRY,
         "exit_status": "",
-        "clamped": notes,
+        "clamped": list(resolved.notes),
     }
     if note := followup.run_note(job):
         run["followup"] = note
-    count = attempts_for(config, deps.settings)
+    count = resolved.attempts
     status = StatusComment(gh, number, run, deps.clock, attempts=count, job_id=job.id)
     status.token_budget = deps.settings.max_tokens if count > 1 else 0
-    state = RunState(job, gh, number, run, status, agent, model_config, cancel, config=config, count=count)
+    state = RunState(
+        job, gh, number, run, status, resolved.agent, resolved.model, cancel, config=resolved.repo, count=count
+    )
     state.status.start()
     try:
-        _work(state, deps)
+        _work(state, deps, resolved)
         key, detail = (Outcome.PR_OPENED if state.published and state.published.created else Outcome.PR_UPDATED), ""
     except RunFailed as exc:
         key, detail = exc.outcome, exc.detail
@@ -154,14 +139,14 @@ def _run(
     return report(state, key, detail, deps.settings)
 
 
-def _work(state: RunState, deps: PipelineDeps) -> None:
+def _work(state: RunState, deps: PipelineDeps, resolved: RunConfig) -> None:
     """Clone, run the job's attempts in parallel, judge them with the App's own tests, publish the chosen one."""
     gh, run_id, cancel = state.gh, state.run["run_id"], state.cancel
     issue = gh.get_issue(state.number)
     issue = Issue(issue.number, clean(issue.title), issue.body, issue.author, issue.state)
     repo = gh.get_repo()
-    sandbox_config = sandbox_config_for(state.agent, deps.settings, state.config)
-    plan = _plan(state, deps, sandbox_config)
+    sandbox_config = resolved.sandbox
+    plan = _plan(state, deps, resolved)
     with (
         attempts.started(plan) as started,
         tempfile.TemporaryDirectory(prefix=f"mini-fix-{run_id}-", dir=deps.workdir) as tmp,
@@ -264,7 +249,7 @@ def _task(state: RunState, issue: Issue, checkout: Path) -> str:
     return task
 
 
-def _plan(state: RunState, deps: PipelineDeps, sandbox_config: SandboxConfig) -> attempts.AttemptPlan:
+def _plan(state: RunState, deps: PipelineDeps, resolved: RunConfig) -> attempts.AttemptPlan:
     """What the job's attempts share: sandbox, agent, model, budgets, slots, trajectory places, progress."""
     settings = deps.settings
     budget = JobBudget(
@@ -274,14 +259,14 @@ def _plan(state: RunState, deps: PipelineDeps, sandbox_config: SandboxConfig) ->
         count=state.count,
         run_id=state.run["run_id"],
         factory=deps.sandbox,
-        sandbox_config=sandbox_config,
+        sandbox_config=resolved.sandbox,
         agent=state.agent,
         model=state.model,
         make_model=deps.model,
         config=state.config,
-        networked=setup_networked(state.config, settings),
-        max_export_bytes=settings.max_export_bytes,
-        caps=ChangeCaps(settings.max_changed_files, settings.max_changed_bytes),
+        networked=resolved.setup_network,
+        max_export_bytes=resolved.max_export_bytes,
+        caps=resolved.caps,
         trajectory_path=lambda run_id: settings.data_dir / "runs" / run_id / "trajectory.json",
         meta={
             "repo": state.job.repo,
@@ -313,13 +298,3 @@ def _on_step(status: StatusComment, attempt: int, event: StepEvent) -> None:
 def _check_cancel(cancel: threading.Event) -> None:
     if cancel.is_set():
         raise RunFailed(Outcome.CANCELLED)
-
-
-def resolve_model_config(config: MiniFixAgentConfig, settings: Settings) -> ModelConfig:
-    """The config's model section, with the deployment's model and API base where it names none."""
-    return config.model.model_copy(
-        update={
-            "model_name": config.model.model_name or settings.model,
-            "api_base": config.model.api_base or settings.model_api_base,
-        }
-    )

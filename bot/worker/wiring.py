@@ -1,7 +1,7 @@
 """The worker process's composition root: each collaborator built once (one GitHubApp, one ledger, one queue).
 
-The real collaborators of a job are the App, the Docker sandbox and litellm. Imports of docker and litellm stay
-inside the factories, so the API-only server never loads them.
+The real collaborators of a job are the App and the shared runtime (`pipeline/runtime.py`: the Docker sandbox and
+litellm, imported inside its factories, so the API-only server never loads them); the worker adds its labels.
 """
 
 from __future__ import annotations
@@ -12,9 +12,6 @@ from functools import partial
 
 import structlog
 
-from bot import metrics
-from bot.agent.config import ModelConfig
-from bot.agent.model_base import Model
 from bot.github.gateway import GitHubGateway
 from bot.jobs import Job, JobOutcome, JobStatus
 from bot.ledger import open_ledger
@@ -26,13 +23,13 @@ from bot.pipeline.deps import PipelineDeps
 from bot.pipeline.followup import IssueJobs
 from bot.pipeline.outbound import redacting
 from bot.pipeline.run import run_pipeline
+from bot.pipeline.runtime import Runtime
 from bot.settings import Settings
 from bot.trajectory_store import shared_saver
 from bot.worker.images import SandboxImages
 from bot.worker.labels import LabelKeeper
 from bot.worker.notices import gave_up_notifier
 from bot.worker.pool import Worker, build_worker
-from sandbox.base import Sandbox, SandboxConfig
 
 log = structlog.get_logger(__name__)
 
@@ -66,38 +63,22 @@ def build_runner(
     remember_label: RememberLabel | None = None,
     issue_jobs: IssueJobs | None = None,
 ) -> Callable[[Job, threading.Event], JobOutcome]:
-    """The real pipeline: the given App, the Docker sandbox, litellm (imported here, never at startup)."""
-    from bot.agent.config import load_config
-
-    api_key = settings.model_api_key.get_secret_value() if settings.model_api_key else None
-
-    def sandbox_for(job: Job) -> Callable[[SandboxConfig, str], Sandbox]:
-        def start(config: SandboxConfig, run_id: str) -> Sandbox:
-            from sandbox.docker import DockerSandbox
-            from sandbox.engine import DEPLOYMENT_LABEL, JOB_ID_LABEL
-
-            labels = {JOB_ID_LABEL: job.id, DEPLOYMENT_LABEL: settings.deployment_name}
-            return DockerSandbox.start(config, run_id, labels=labels, on_exec=metrics.SANDBOX_EXEC_SECONDS.observe)
-
-        return start
-
-    def model(config: ModelConfig) -> Model:
-        from bot.agent.model import LitellmModel
-
-        return LitellmModel(config, api_key=api_key)
-
-    agent_config = load_config(settings.agent_config)
+    """The real pipeline: the given App and the shared runtime (Docker sandboxes, litellm, imported only there)."""
+    runtime = Runtime(settings)
+    agent_config = runtime.agent_file()
     save_trajectory = shared_saver(settings)  # one database connection per worker process
     slots = SandboxSlots(sandbox_limit(settings))  # shared by every job this process runs
 
     def runner(job: Job, cancel: threading.Event) -> JobOutcome:
+        from sandbox.engine import DEPLOYMENT_LABEL, JOB_ID_LABEL  # the docker SDK: at a job, never at startup
+
         if job.attempts > 1:
             remove_stale_containers(job, settings.deployment_name)
         deps = PipelineDeps(
             settings,
             github,
-            sandbox_for(job),
-            model,
+            runtime.sandboxes({JOB_ID_LABEL: job.id, DEPLOYMENT_LABEL: settings.deployment_name}),
+            runtime.model,
             agent_config,
             stop_runs=stop_runs,
             remember_label=remember_label,

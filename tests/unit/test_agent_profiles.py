@@ -8,8 +8,8 @@ import pytest
 
 from bot.agent import profiles
 from bot.agent.config import DEFAULT_CONFIG_PATH, load_config, load_specs
-from bot.cli.local_run import LocalRunRequest, agent_config
-from bot.pipeline.admit import agent_config_for
+from bot.cli.local_run import LocalRunRequest, run_config
+from bot.pipeline.runconfig import resolve
 from bot.repo_config.schema import RepoConfig
 from bot.settings import Settings
 
@@ -52,10 +52,10 @@ def test_a_profile_may_be_a_config_file(tmp_path: Path) -> None:
 
 def test_the_app_runs_the_jobs_model_with_its_profile_under_the_repositorys_limits(tmp_path: Path) -> None:
     deployment = settings(tmp_path, model="hosted_vllm/qwen2.5-coder-1.5b", model_profiles=TABLE)
-    small = agent_config_for(load_config(), deployment, RepoConfig())
+    small = resolve(deployment, load_config(), RepoConfig()).agent
     assert (small.profile, small.model.tool_calls) == ("text", False)
     repo = RepoConfig.model_validate({"model": "hosted_vllm/devstral-small", "limits": {"steps": 12}})
-    big = agent_config_for(load_config(), deployment, repo)
+    big = resolve(deployment, load_config(), repo).agent
     assert (big.profile, big.model.tool_calls, big.agent.step_limit) == ("toolcall", True, 12)
     assert big.model.model_name == "hosted_vllm/devstral-small"
 
@@ -63,9 +63,9 @@ def test_the_app_runs_the_jobs_model_with_its_profile_under_the_repositorys_limi
 def test_mini_fix_run_uses_the_profile_unless_config_is_given(tmp_path: Path) -> None:
     deployment = settings(tmp_path, model_profiles=TABLE)
     request = LocalRunRequest(repo=tmp_path, task="t", model="hosted_vllm/glm-4.6")
-    assert agent_config(request, deployment).profile == "toolcall"
+    assert run_config(request, RepoConfig(), deployment).profile == "toolcall"
     request.config = [str(DEFAULT_CONFIG_PATH), "agent.step_limit=3"]
-    given = agent_config(request, deployment)
+    given = run_config(request, RepoConfig(), deployment).agent
     assert (given.profile, given.agent.step_limit) == ("text", 3)
     assert load_specs(["agent.step_limit=3", "agent.system_template=s", "agent.instance_template=i"]).profile == (
         "custom"

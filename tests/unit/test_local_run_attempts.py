@@ -7,10 +7,17 @@ from pathlib import Path
 
 import pytest
 
-from bot.cli.local_run import LocalRunRequest, attempt_count
+from bot.cli.local_run import LocalRunRequest, run_config
+from bot.repo_config.schema import RepoConfig
 from bot.settings import Settings
 
 CEILING = "is above this deployment's ceiling (MINIFIX_MAX_AGENT_ATTEMPTS); used 3"
+
+
+def attempt_count(request: LocalRunRequest, settings: Settings, repo: RepoConfig | None = None) -> tuple[int, str]:
+    """The run's attempts and the note on them ('' when none), as `mini-fix run` resolves them."""
+    resolved = run_config(request, repo or RepoConfig(), settings)
+    return resolved.attempts, next((n for n in resolved.notes if "MAX_AGENT_ATTEMPTS" in n), "")
 
 
 def test_attempts_above_the_ceiling_are_clamped_with_a_note(tmp_path: Path) -> None:
@@ -50,10 +57,7 @@ def test_a_self_hosted_model_without_an_address_is_refused_at_once(
 
 
 def test_a_local_run_takes_the_checkouts_image_limits_network_and_attempts_as_the_app_would(tmp_path: Path) -> None:
-    from bot.agent.config import DEFAULT_CONFIG_PATH, load_config
-    from bot.cli.local_run import as_the_app_would, sandbox_config
-    from bot.pipeline.admit import setup_networked
-    from bot.repo_config.schema import Limits, RepoConfig
+    from bot.repo_config.schema import Limits
 
     settings = Settings(
         data_dir=tmp_path,
@@ -71,14 +75,14 @@ def test_a_local_run_takes_the_checkouts_image_limits_network_and_attempts_as_th
         attempts=9,
     )
     request = LocalRunRequest(repo=tmp_path, task="fix it")
-    agent, clamped, notes = as_the_app_would(load_config(DEFAULT_CONFIG_PATH), repo, settings)
-    sandbox = sandbox_config(agent, request, settings, clamped)
+    resolved = run_config(request, repo, settings)
+    sandbox, notes = resolved.sandbox, resolved.notes
     assert (sandbox.image, sandbox.memory, sandbox.cpus, sandbox.network) == ("mini-fix-sandbox:slim", "1g", 0.5, True)
-    assert agent.agent.step_limit == 40 and setup_networked(clamped, settings)  # the ceiling, as the App clamps
+    assert resolved.agent.agent.step_limit == 40 and resolved.setup_network  # the ceiling, as the App clamps
     assert any("limits.steps: 99" in n for n in notes) and any("attempts: 9" in n for n in notes)
-    assert attempt_count(request, settings, clamped) == (3, "")  # the repository's attempts, clamped
-    assert sandbox_config(agent, replace(request, image="other:1"), settings, clamped).image == "other:1"
+    assert attempt_count(request, settings, repo) == (3, "")  # the repository's attempts, clamped
+    assert run_config(replace(request, image="other:1"), repo, settings).sandbox.image == "other:1"
     denied = settings.model_copy(update={"allowed_images": [], "allow_setup_network": False})
-    agent, clamped, notes = as_the_app_would(load_config(DEFAULT_CONFIG_PATH), repo, denied)
-    assert sandbox_config(agent, request, denied, clamped).image == denied.sandbox_image
-    assert not sandbox_config(agent, request, denied, clamped).network and len(notes) == 4
+    resolved = run_config(request, repo, denied)
+    assert resolved.sandbox.image == denied.sandbox_image
+    assert not resolved.sandbox.network and len(resolved.notes) == 4

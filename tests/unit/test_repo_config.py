@@ -10,7 +10,8 @@ import pytest
 
 from bot.agent.config import load_config
 from bot.github.app import GitHubApp
-from bot.pipeline.admit import agent_config_for, guidance, reader, sandbox_config_for
+from bot.pipeline.admit import guidance, reader
+from bot.pipeline.runconfig import resolve
 from bot.repo_config.load import ConfigError, LoadedConfig, load_repo_config, parse_extends
 from bot.repo_config.schema import RepoConfig
 from bot.settings import Settings
@@ -146,15 +147,15 @@ def test_limits_model_image_and_network_are_applied(tmp_path: Path) -> None:
         {"model": "hosted_vllm/big", "image": "img:2", "limits": {"steps": 9, "cpus": 2, "wall_time": 600},
          "setup": ["make deps"], "setup_network": True}
     )  # fmt: skip
-    agent = agent_config_for(load_config(), settings, config)
-    sandbox = sandbox_config_for(agent, settings, config)
+    resolved = resolve(settings, load_config(), config, ceilings=False)
+    agent, sandbox = resolved.agent, resolved.sandbox
     assert (agent.agent.step_limit, agent.agent.wall_time_limit_seconds) == (9, 600)
     assert agent.model.model_name == "hosted_vllm/big"
     assert (sandbox.image, sandbox.memory, sandbox.cpus, sandbox.network) == ("img:2", "1g", 2, True)
     assert sandbox.wall_time_seconds >= 600
-    plain = agent_config_for(load_config(), settings, RepoConfig())
-    assert plain.agent.step_limit == 40  # the operator's default
-    assert sandbox_config_for(plain, settings, RepoConfig()).network is False
+    plain = resolve(settings, load_config(), RepoConfig())
+    assert plain.agent.agent.step_limit == 40  # the operator's default
+    assert plain.sandbox.network is False
 
 
 def test_guidance_joins_instructions_and_agents_md(tmp_path: Path) -> None:

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from bot.agent.config import load_config
-from bot.pipeline.admit import sandbox_config_for
 from bot.pipeline.execute import run_setup
+from bot.pipeline.runconfig import resolve
 from bot.repo_config.schema import RepoConfig
 from bot.settings import DEFAULT_SETUP_HOSTS, Settings
 from tests.support.fake_sandbox import FakeSandbox
@@ -21,25 +21,25 @@ def test_runtime_image_and_size_come_from_settings_and_the_network_stays_off(tmp
         webhook_secret="sandbox-settings-secret", data_dir=tmp_path, sandbox_runtime="runsc",
         sandbox_image="registry.example/sandbox:1", sandbox_memory="3g", _env_file=None,
     )  # fmt: skip
-    config = sandbox_config_for(load_config(), settings, RepoConfig())
+    config = resolve(settings, load_config(), RepoConfig()).sandbox
     assert (config.runtime, config.image, config.memory, config.network) == (
         "runsc", "registry.example/sandbox:1", "3g", False,
     )  # fmt: skip
     default = Settings(webhook_secret="x" * 16, _env_file=None)
-    assert sandbox_config_for(load_config(), default, RepoConfig()).runtime is None
+    assert resolve(default, load_config(), RepoConfig()).sandbox.runtime is None
 
 
 def test_a_repository_gets_a_setup_network_only_where_the_operator_allows_it(monkeypatch: pytest.MonkeyPatch) -> None:
     off = Settings(webhook_secret="x" * 16, _env_file=None)
     assert off.allow_setup_network is False
-    assert sandbox_config_for(load_config(), off, NETWORKED).network is False
+    assert resolve(off, load_config(), NETWORKED).sandbox.network is False
     monkeypatch.setenv("MINIFIX_ALLOW_SETUP_NETWORK", "true")
     monkeypatch.setenv("MINIFIX_SETUP_ALLOWED_HOSTS", "pypi.org, files.pythonhosted.org,.internal-mirror.example")
     on = Settings(webhook_secret="x" * 16, _env_file=None)
-    config = sandbox_config_for(load_config(), on, NETWORKED)
+    config = resolve(on, load_config(), NETWORKED).sandbox
     assert config.network is True
     assert config.setup_hosts == ["pypi.org", "files.pythonhosted.org", ".internal-mirror.example"]
-    assert sandbox_config_for(load_config(), on, RepoConfig()).network is False  # no setup, no network
+    assert resolve(on, load_config(), RepoConfig()).sandbox.network is False  # no setup, no network
 
 
 def test_the_default_allowlist_is_package_registries() -> None:

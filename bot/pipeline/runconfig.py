@@ -1,0 +1,159 @@
+"""A run's configuration, resolved in one place for the App, `mini-fix run` and `mini-fix eval`.
+
+For each value the first source that sets it wins: the command line's flags, the repository's
+`.github/mini-fix.yml` (held to the operator's ceilings first, each clamp a note), the deployment's settings, the
+agent config file. The precedence is written here only; docs/configuration.md's table is this module, row by row.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from bot.agent import profiles
+from bot.agent.config import MiniFixAgentConfig, ModelConfig
+from bot.pipeline.ceilings import clamp
+from bot.pipeline.change import ChangeCaps
+from bot.repo_config import devcontainer as devcontainers
+from bot.repo_config.schema import RepoConfig
+from bot.settings import Settings
+from sandbox.base import SandboxConfig
+
+SANDBOX_GRACE_SECONDS = 900  # setup and the test command run in the same container as the agent
+ATTEMPTS_CEILING = "is above this deployment's ceiling (MINIFIX_MAX_AGENT_ATTEMPTS)"
+
+
+@dataclass(frozen=True)
+class Flags:
+    """What a command line asks for (None or empty: not given)."""
+
+    config: tuple[str, ...] = ()
+    """`-c` specs; given at all, the agent config loaded from them is used as is (no model profile)."""
+    model: str | None = None
+    api_base: str | None = None
+    image: str | None = None
+    """The sandbox image, over the repository's and the deployment's."""
+    attempts: int | None = None
+
+
+NO_FLAGS = Flags()
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """Everything a run is configured with, resolved once; the notes say what the operator's ceilings changed."""
+
+    agent: MiniFixAgentConfig
+    """The agent config (the model's profile, or the file) with the run's limits, model and image applied."""
+    model: ModelConfig
+    """The model called: its name and API base resolved."""
+    sandbox: SandboxConfig
+    repo: RepoConfig
+    """The repository's config within the ceilings (a devcontainer's image and setup applied)."""
+    attempts: int
+    setup_network: bool
+    """Whether a setup phase gets a network (the filtering proxy)."""
+    caps: ChangeCaps
+    max_export_bytes: int
+    notes: tuple[str, ...] = ()
+
+    @property
+    def profile(self) -> str:
+        """The agent config's name (a shipped profile, or the files it came from)."""
+        return self.agent.profile
+
+
+def resolve(
+    settings: Settings,
+    agent_file: MiniFixAgentConfig,
+    repo: RepoConfig,
+    flags: Flags = NO_FLAGS,
+    *,
+    devcontainer: devcontainers.Devcontainer | None = None,
+    ceilings: bool = True,
+) -> RunConfig:
+    """The run's configuration from the deployment, the agent config file, the repository's config (and its
+    devcontainer, when read) and the flags; `ceilings=False` for the operator's own tasks (eval), never clamped."""
+    notes: list[str] = []
+    if ceilings:
+        repo, notes = clamp(repo, settings)
+    if devcontainer is not None:
+        repo, more = devcontainers.apply(repo, devcontainer, settings.devcontainer_images)
+        notes += more
+    agent = _agent(settings, agent_file, repo, flags)
+    networked = bool(repo.setup) and repo.setup_network and settings.allow_setup_network
+    attempts, note = _attempts(settings, repo, flags, ceilings)
+    return RunConfig(
+        agent=agent,
+        model=_model(settings, agent, flags),
+        sandbox=_sandbox(settings, agent, repo, flags, networked),
+        repo=repo,
+        attempts=attempts,
+        setup_network=networked,
+        caps=ChangeCaps(settings.max_changed_files, settings.max_changed_bytes),
+        max_export_bytes=settings.max_export_bytes,
+        notes=tuple([*notes, note] if note else notes),
+    )
+
+
+def _agent(settings: Settings, file: MiniFixAgentConfig, repo: RepoConfig, flags: Flags) -> MiniFixAgentConfig:
+    """-c's config as given, else the model's profile (MINIFIX_MODEL_PROFILES), else the file; then the limits:
+    the repository's, the deployment's, the file's."""
+    if not flags.config:
+        name = flags.model or repo.model or file.model.model_name or settings.model
+        file = profiles.resolve(name, settings.model_profiles, file)
+    limits = repo.limits
+    own = file.agent
+    agent = own.model_copy(
+        update={
+            "step_limit": limits.steps or settings.step_limit or own.step_limit,
+            "token_limit": limits.tokens or settings.token_limit or own.token_limit,
+            "wall_time_limit_seconds": limits.wall_time or settings.wall_time_limit or own.wall_time_limit_seconds,
+        }
+    )
+    model = file.model.model_copy(update={"model_name": repo.model}) if repo.model else file.model
+    env = file.environment.model_copy(update={"image": repo.image}) if repo.image else file.environment
+    return file.model_copy(update={"agent": agent, "model": model, "environment": env})
+
+
+def _model(settings: Settings, agent: MiniFixAgentConfig, flags: Flags) -> ModelConfig:
+    """The flag, then the repository's model (already in `agent`), the file's, the deployment's."""
+    model = agent.model
+    return model.model_copy(
+        update={
+            "model_name": flags.model or model.model_name or settings.model,
+            "api_base": flags.api_base or model.api_base or settings.model_api_base,
+        }
+    )
+
+
+def _sandbox(
+    settings: Settings, agent: MiniFixAgentConfig, repo: RepoConfig, flags: Flags, networked: bool
+) -> SandboxConfig:
+    """The deployment's container resized by the repository, outliving the agent's wall time; the image: the flag,
+    the repository's (already in `agent`), the file's `environment.image`, the deployment's."""
+    limits = repo.limits
+    base = SandboxConfig(
+        image=settings.sandbox_image,
+        memory=limits.memory or settings.sandbox_memory,
+        cpus=limits.cpus or settings.sandbox_cpus,
+        disk=limits.disk or settings.sandbox_disk,
+        network=networked,
+        setup_hosts=settings.setup_allowed_hosts,
+        setup_upstream_network=settings.setup_upstream_network,
+        runtime=settings.sandbox_runtime,
+    )
+    if (wall := agent.agent.wall_time_limit_seconds) > 0:
+        base = base.model_copy(update={"wall_time_seconds": max(base.wall_time_seconds, wall + SANDBOX_GRACE_SECONDS)})
+    sandbox = agent.environment.to_sandbox_config(base)
+    return sandbox.model_copy(update={"image": flags.image}) if flags.image else sandbox
+
+
+def _attempts(settings: Settings, repo: RepoConfig, flags: Flags, ceilings: bool) -> tuple[int, str]:
+    """The flag, the repository's (clamped) `attempts:`, MINIFIX_AGENT_ATTEMPTS; at least one, at most
+    MINIFIX_MAX_AGENT_ATTEMPTS, and the note saying so when lowered ('' when not)."""
+    asked = max(1, flags.attempts or repo.attempts or settings.agent_attempts)
+    top = max(1, settings.max_agent_attempts)
+    if asked <= top or not ceilings:
+        return asked, ""
+    source = f"--attempts {asked}" if flags.attempts else f"MINIFIX_AGENT_ATTEMPTS={asked}"
+    return top, f"`{source}` {ATTEMPTS_CEILING}; used {top}"

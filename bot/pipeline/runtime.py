@@ -1,0 +1,58 @@
+"""The runtime every driver shares: litellm with the deployment's key, Docker sandboxes, the agent config file.
+
+The App's worker, `mini-fix run` and `mini-fix eval` compose it here; each passes only what is its own (the
+worker's deployment and job labels, eval's `mini-fix.eval` label, the command line's `-c`). docker and litellm are
+imported inside the factories, so the API-only server never loads them.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+
+from bot import metrics
+from bot.agent.config import DEFAULT_CONFIG_PATH, MiniFixAgentConfig, ModelConfig, load_config, load_specs
+from bot.agent.model_base import Model
+from bot.settings import Settings
+from sandbox.base import Sandbox, SandboxConfig
+
+SandboxFactory = Callable[[SandboxConfig, str], Sandbox]
+
+
+@dataclass(frozen=True)
+class Runtime:
+    """The real collaborators of a run, built from the deployment's settings."""
+
+    settings: Settings
+
+    def model(self, config: ModelConfig) -> Model:
+        """litellm for `config`, with MINIFIX_MODEL_API_KEY."""
+        from bot.agent.model import LitellmModel
+
+        key = self.settings.model_api_key
+        return LitellmModel(config, api_key=key.get_secret_value() if key else None)
+
+    def sandboxes(self, labels: Mapping[str, str] | None = None) -> SandboxFactory:
+        """Docker sandboxes carrying `labels`, their actions timed into the exec metric."""
+        given = dict(labels or {})
+
+        def start(config: SandboxConfig, run_id: str) -> Sandbox:
+            from sandbox.docker import DockerSandbox
+
+            return DockerSandbox.start(config, run_id, labels=given, on_exec=metrics.SANDBOX_EXEC_SECONDS.observe)
+
+        return start
+
+    def agent_file(self, specs: Sequence[str] = ()) -> MiniFixAgentConfig:
+        """mini-swe-agent's `-c`: the specs (files or `key.path=value`) merged in order replace our file; without
+        any, MINIFIX_AGENT_CONFIG, else `prompts/agent.yaml` (a model's profile is chosen later, by runconfig)."""
+        if specs:
+            return load_specs(list(specs))
+        return load_config(self.settings.agent_config or DEFAULT_CONFIG_PATH)
+
+
+def print_ignored(config: MiniFixAgentConfig) -> None:
+    """The keys the config loader ignored, one warning line each on stderr (for the command-line drivers)."""
+    for warning in config.warnings:
+        print(f"warning: config key ignored: {warning}", file=sys.stderr)

@@ -1,0 +1,159 @@
+"""The run configuration: docs/configuration.md's precedence table, one row an assertion; clamps as notes; frozen."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import pytest
+
+from bot.agent.config import DEFAULT_CONFIG_PATH, MiniFixAgentConfig, load_config, load_specs
+from bot.pipeline.runconfig import Flags, resolve
+from bot.repo_config.devcontainer import Devcontainer
+from bot.repo_config.schema import Limits, RepoConfig
+from bot.settings import Settings
+
+TEXT_MODEL = "hosted_vllm/qwen2.5-coder-1.5b"
+TOOL_MODEL = "hosted_vllm/devstral-small"
+
+
+def settings(tmp_path: Path, **values: object) -> Settings:
+    return Settings(data_dir=tmp_path, _env_file=None, **values)  # type: ignore[arg-type]
+
+
+def agent_file(**sections: dict[str, object]) -> MiniFixAgentConfig:
+    """prompts/agent.yaml with some keys changed, as an operator's file would."""
+    specs = [str(DEFAULT_CONFIG_PATH)] + [f"{s}.{k}={v}" for s, keys in sections.items() for k, v in keys.items()]
+    return load_specs(specs)
+
+
+FILE = agent_file(agent={"step_limit": 11, "token_limit": 12, "wall_time_limit_seconds": 13})
+
+
+def test_the_limits_come_from_the_repository_then_the_deployment_then_the_file(tmp_path: Path) -> None:
+    repo = RepoConfig(limits=Limits(steps=5, tokens=6, wall_time=7))
+    deployment = settings(tmp_path, step_limit=21, token_limit=22, wall_time_limit=23)
+
+    def limits(deployment: Settings, repo: RepoConfig) -> tuple[int, int, int]:
+        agent = resolve(deployment, FILE, repo).agent.agent
+        return agent.step_limit, agent.token_limit, agent.wall_time_limit_seconds
+
+    assert limits(deployment, repo) == (5, 6, 7)
+    assert limits(deployment, RepoConfig()) == (21, 22, 23)
+    assert limits(settings(tmp_path), RepoConfig()) == (11, 12, 13)
+
+
+def test_the_sandbox_outlives_the_agents_wall_time(tmp_path: Path) -> None:
+    resolved = resolve(settings(tmp_path), FILE, RepoConfig(limits=Limits(wall_time=3600)))
+    assert resolved.sandbox.wall_time_seconds >= 3600 + 900
+
+
+def test_the_sandbox_size_comes_from_the_repository_then_the_deployment(tmp_path: Path) -> None:
+    deployment = settings(tmp_path, sandbox_memory="3g", sandbox_cpus=2.0, sandbox_disk="2g")
+    sized = resolve(deployment, FILE, RepoConfig(limits=Limits(memory="1g", cpus=0.5, disk="512m"))).sandbox
+    assert (sized.memory, sized.cpus, sized.disk) == ("1g", 0.5, "512m")
+    plain = resolve(deployment, FILE, RepoConfig()).sandbox
+    assert (plain.memory, plain.cpus, plain.disk) == ("3g", 2.0, "2g")
+
+
+def test_the_image_comes_from_the_flag_the_repository_the_file_then_the_deployment(tmp_path: Path) -> None:
+    deployment = settings(tmp_path, sandbox_image="deploy:1", allowed_images=["*"])
+    named = agent_file(environment={"image": "file:1"})
+    repo = RepoConfig(image="repo:1")
+    assert resolve(deployment, named, repo, Flags(image="flag:1")).sandbox.image == "flag:1"
+    assert resolve(deployment, named, repo).sandbox.image == "repo:1"
+    assert resolve(deployment, named, RepoConfig()).sandbox.image == "file:1"
+    assert resolve(deployment, FILE, RepoConfig()).sandbox.image == "deploy:1"
+
+
+def test_the_model_comes_from_the_flag_the_repository_the_file_then_the_deployment(tmp_path: Path) -> None:
+    deployment = settings(tmp_path, model="hosted_vllm/deploy")
+    named = agent_file(model={"model_name": "hosted_vllm/file"})
+    repo = RepoConfig(model="hosted_vllm/repo")
+    assert resolve(deployment, named, repo, Flags(model="hosted_vllm/flag")).model.model_name == "hosted_vllm/flag"
+    assert resolve(deployment, named, repo).model.model_name == "hosted_vllm/repo"
+    assert resolve(deployment, named, RepoConfig()).model.model_name == "hosted_vllm/file"
+    assert resolve(deployment, FILE, RepoConfig()).model.model_name == "hosted_vllm/deploy"
+
+
+def test_the_api_base_comes_from_the_flag_the_file_then_the_deployment(tmp_path: Path) -> None:
+    deployment = settings(tmp_path, model_api_base="http://deploy/v1")
+    named = agent_file(model={"api_base": "http://file/v1"})
+    assert resolve(deployment, named, RepoConfig(), Flags(api_base="http://flag/v1")).model.api_base == "http://flag/v1"
+    assert resolve(deployment, named, RepoConfig()).model.api_base == "http://file/v1"
+    assert resolve(deployment, FILE, RepoConfig()).model.api_base == "http://deploy/v1"
+
+
+def test_attempts_come_from_the_flag_the_repository_then_the_deployment(tmp_path: Path) -> None:
+    deployment = settings(tmp_path, agent_attempts=2, max_agent_attempts=5)
+    assert resolve(deployment, FILE, RepoConfig(attempts=3), Flags(attempts=4)).attempts == 4
+    assert resolve(deployment, FILE, RepoConfig(attempts=3)).attempts == 3
+    assert resolve(deployment, FILE, RepoConfig()).attempts == 2
+
+
+def test_a_setup_gets_a_network_only_where_the_repository_asks_and_the_operator_allows(tmp_path: Path) -> None:
+    asks = RepoConfig(setup=["pip install -e ."], setup_network=True)
+    allowed = settings(tmp_path, allow_setup_network=True)
+    assert resolve(allowed, FILE, asks).setup_network and resolve(allowed, FILE, asks).sandbox.network
+    assert not resolve(allowed, FILE, asks.model_copy(update={"setup": []})).setup_network  # no setup, no network
+    refused = resolve(settings(tmp_path), FILE, asks)
+    assert not refused.setup_network and any("MINIFIX_ALLOW_SETUP_NETWORK" in note for note in refused.notes)
+
+
+def test_the_agent_config_is_c_as_given_else_the_models_profile_else_the_file(tmp_path: Path) -> None:
+    deployment = settings(tmp_path, model=TEXT_MODEL, model_profiles="hosted_vllm/devstral*=toolcall")
+    given = load_specs([str(DEFAULT_CONFIG_PATH)])
+    assert resolve(deployment, given, RepoConfig(), Flags(config=("x.yaml",), model=TOOL_MODEL)).profile == "text"
+    assert resolve(deployment, given, RepoConfig(), Flags(model=TOOL_MODEL)).profile == "toolcall"
+    assert resolve(deployment, given, RepoConfig(model=TOOL_MODEL)).profile == "toolcall"  # the repository's model
+    assert resolve(deployment, given, RepoConfig()).profile == "text"
+
+
+def test_a_devcontainer_gives_its_image_and_setup_only_where_the_repository_names_none(tmp_path: Path) -> None:
+    deployment = settings(tmp_path, devcontainer_images=["dev:*"], allowed_images=["repo:*"])
+    dev = Devcontainer(image="dev:1", setup=["make deps"])
+    used = resolve(deployment, FILE, RepoConfig(), devcontainer=dev)
+    assert (used.sandbox.image, used.repo.setup) == ("dev:1", ["make deps"])
+    assert resolve(deployment, FILE, RepoConfig(image="repo:1"), devcontainer=dev).sandbox.image == "repo:1"
+
+
+def test_the_change_caps_are_the_deployments(tmp_path: Path) -> None:
+    resolved = resolve(
+        settings(tmp_path, max_changed_files=7, max_changed_bytes=8, max_export_bytes=9), FILE, RepoConfig()
+    )
+    assert (resolved.caps.files, resolved.caps.bytes, resolved.max_export_bytes) == (7, 8, 9)
+
+
+def test_every_clamp_is_a_note_and_the_ceiling_is_used(tmp_path: Path) -> None:
+    deployment = settings(tmp_path, max_steps=40, max_cpus=2.0, max_memory="2g", max_agent_attempts=3)
+    asks = RepoConfig(
+        limits=Limits(steps=99, cpus=8, memory="16g"), image="elsewhere:1", model="openai/gpt-x", attempts=9
+    )
+    resolved = resolve(deployment, FILE, asks)
+    assert (resolved.agent.agent.step_limit, resolved.sandbox.cpus, resolved.sandbox.memory) == (40, 2.0, "2g")
+    assert (resolved.sandbox.image, resolved.model.model_name, resolved.attempts) == (
+        deployment.sandbox_image,
+        deployment.model,
+        3,
+    )
+    assert len(resolved.notes) == 6, resolved.notes
+    flagged = resolve(deployment, FILE, RepoConfig(), Flags(attempts=9))
+    assert flagged.attempts == 3 and flagged.notes == (
+        "`--attempts 9` is above this deployment's ceiling (MINIFIX_MAX_AGENT_ATTEMPTS); used 3",
+    )
+    assert resolve(deployment, FILE, RepoConfig()).notes == ()
+
+
+def test_the_operators_own_tasks_are_not_clamped(tmp_path: Path) -> None:
+    task = RepoConfig(image="task-image:1", limits=Limits(steps=999))
+    resolved = resolve(settings(tmp_path), FILE, task, ceilings=False)
+    assert (resolved.sandbox.image, resolved.agent.agent.step_limit, resolved.notes) == ("task-image:1", 999, ())
+
+
+def test_the_run_configuration_is_frozen_and_its_inputs_untouched(tmp_path: Path) -> None:
+    file = load_config()
+    before = file.model_dump()
+    resolved = resolve(settings(tmp_path), file, RepoConfig(limits=Limits(steps=3)))
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        resolved.attempts = 2  # type: ignore[misc]
+    assert file.model_dump() == before and resolved.agent.agent.step_limit == 3
