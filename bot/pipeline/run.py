@@ -159,9 +159,10 @@ def _work(state: RunState, deps: PipelineDeps) -> None:
     plan = jobplan.plan_for(state, deps, sandbox_config)
     with (
         attempts.started(plan) as started,
-        tempfile.TemporaryDirectory(prefix=f"mini-fix-{run_id}-", dir=deps.workdir) as tmp,
+        tempfile.TemporaryDirectory(prefix=f"mini-fix-{run_id}-", dir=deps.workdir) as name,
     ):
-        checkout = Path(tmp) / "repo"
+        tmp = Path(name)
+        checkout = tmp / "repo"
         token = FreshToken(gh.git_credential)  # minted again near its expiry: a long run's push still works
         start = _start(state, repo, checkout, token, deps)
         _check_cancel(cancel)
@@ -170,11 +171,9 @@ def _work(state: RunState, deps: PipelineDeps) -> None:
         if earlier := _builds_on(checkout, token, start):
             task = f"{task}\n\n{earlier}"
         secrets = [*token.minted, *deps.settings.secrets]
-        runs = started.run(task, checkout, Path(tmp), secrets)
+        runs = started.run(task, checkout, tmp, secrets)
         _check_cancel(cancel)
-        checks = Checks(
-            checkout, deps.sandbox, sandbox_config, state.config, run_id, Path(tmp), cancel, deps.sandbox_slots
-        )
+        checks = Checks(checkout, deps.sandbox, sandbox_config, state.config, run_id, tmp, cancel, deps.sandbox_slots)
         chosen = _judged(state, judge(runs, checks, secrets=secrets, mirror=deps.save_trajectory), deps.settings)
         assert chosen.candidate.change is not None and chosen.result is not None
         diff = chosen.candidate.change.diff
