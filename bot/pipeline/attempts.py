@@ -3,8 +3,7 @@
 The attempts share the worker's one clone read-only (it is copied into each sandbox and is the base of each
 host-side diff), the job's cancel flag (`/agent stop` ends them all at once) and the job's total budget. Each
 holds one of the worker's sandbox slots (`capacity.SandboxSlots`) while its container lives; a job with more attempts
-than free slots runs the rest as slots come free. This is the one engine: the App, `mini-fix run` and `mini-fix eval`
-all run their attempts here (a single attempt is the case N = 1).
+than free slots runs the rest as slots come free. The one engine: the App, `mini-fix run` and `mini-fix eval` run here.
 """
 
 from __future__ import annotations
@@ -214,8 +213,9 @@ class Attempts:
         plan, candidate = self.plan, attempt.candidate
         writer = self._writer(candidate, secrets)
         attempt.trajectory = writer.path
-        model = execute.TimedModel(plan.make_model(model_for(plan.model, candidate.temperature)))
+        model: execute.TimedModel | None = None
         try:
+            model = execute.TimedModel(plan.make_model(model_for(plan.model, candidate.temperature)))
             with execute.closed_on_cancel(sandbox, plan.budget.stop):
                 excludes = execute.run_setup(sandbox, plan.config.setup, networked=plan.networked)
                 attempt.result = execute.run_agent(
@@ -237,7 +237,7 @@ class Attempts:
                 execute.require_submission(attempt.result)
                 candidate.change = take()
         finally:
-            attempt.model_seconds = model.seconds
+            attempt.model_seconds = model.seconds if model is not None else 0.0
             sandbox.close()
 
     def _writer(self, candidate: Candidate, secrets: list[str]) -> TrajectoryWriter:
