@@ -15,15 +15,13 @@ from bot.agent.loop import StepEvent
 from bot.eval.hostgit import GitFailed, base_checkout, git
 from bot.eval.quarantine import quarantined
 from bot.pipeline.attempts import Attempt, AttemptPlan, started
-from bot.pipeline.candidates import Choice
 from bot.pipeline.capacity import JobBudget
-from bot.pipeline.choose import attempts_table, choose
 from bot.pipeline.execute import SANDBOX_FAILURES
 from bot.pipeline.exits import SUBMITTED, exit_for
+from bot.pipeline.judge import Checks, Judgement, judge
+from bot.pipeline.prtext import attempts_table
 from bot.pipeline.runconfig import Flags, RunConfig, resolve
 from bot.pipeline.runtime import Runtime, print_ignored
-from bot.pipeline.verdicts import record_verdicts, refuse
-from bot.pipeline.verify import verify
 from bot.repo_config import infer
 from bot.repo_config.load import ConfigError, load_repo_config
 from bot.repo_config.schema import RepoConfig
@@ -135,34 +133,17 @@ def run_local(request: LocalRunRequest, settings: Settings) -> int:
     stop = threading.Event()
     plan = _attempt_plan(request, settings, resolved, run_id, output, stop)
     plan.testing = testing.template_vars()
-    runs, choice = _run_attempts(request, settings, plan, stop)
-    return _write(runs, choice, output, count)  # a sandbox that fails ends its attempt: exit 3 when none ran
+    judgement = _run_attempts(request, settings, plan, stop)
+    return _write(judgement, output, count)  # a sandbox that fails ends its attempt: exit 3 when none ran
 
 
-def _run_attempts(
-    request: LocalRunRequest, settings: Settings, plan: AttemptPlan, stop: threading.Event
-) -> tuple[list[Attempt], Choice]:
-    """The App's own attempts path: parallel attempts, the change taken out by the host, verified, chosen."""
-    repo, run_id = plan.config, plan.run_id
-    with tempfile.TemporaryDirectory(prefix=f"mini-fix-{run_id}-") as tmp, started(plan) as attempts:
+def _run_attempts(request: LocalRunRequest, settings: Settings, plan: AttemptPlan, stop: threading.Event) -> Judgement:
+    """The App's own engine and judge: parallel attempts, the change taken out by the host, verified, chosen."""
+    with tempfile.TemporaryDirectory(prefix=f"mini-fix-{plan.run_id}-") as tmp, started(plan) as attempts:
         checkout = own_checkout(request.repo, Path(tmp) / "own-checkout")
         runs = attempts.run(request.task, checkout, Path(tmp), settings.secrets)
-        candidates = [run.candidate for run in runs]
-        for candidate in candidates:
-            refuse(candidate, repo, settings.secrets)
-        verify(
-            candidates,
-            checkout=checkout,
-            factory=plan.factory,
-            sandbox_config=plan.sandbox_config,
-            repo=repo,
-            run_id=run_id,
-            workdir=Path(tmp),
-            cancel=stop,
-        )
-        choice = choose(candidates)
-        record_verdicts(runs, choice, settings.secrets, None)
-    return runs, choice
+        checks = Checks(checkout, plan.factory, plan.sandbox_config, plan.config, plan.run_id, Path(tmp), stop)
+        return judge(runs, checks, secrets=settings.secrets)
 
 
 def _attempt_plan(
@@ -190,9 +171,10 @@ def _attempt_plan(
     )
 
 
-def _write(runs: list[Attempt], choice: Choice, output: Path, count: int) -> int:
+def _write(judgement: Judgement, output: Path, count: int) -> int:
     """patch.diff (the chosen change) and, with several attempts, each attempt's patch and attempts.md."""
     output.mkdir(parents=True, exist_ok=True)
+    runs, choice = judgement.attempts, judgement.choice
     chosen = next((run for run in runs if run.candidate is choice.chosen), None)
     if count > 1:
         for run in runs:
@@ -201,7 +183,7 @@ def _write(runs: list[Attempt], choice: Choice, output: Path, count: int) -> int
             place.mkdir(parents=True, exist_ok=True)
             (place / "patch.diff").write_text(change.diff if change else "")
         links = {run.candidate.index: str(run.trajectory) if run.trajectory else None for run in runs}
-        (output / "attempts.md").write_text(attempts_table(choice, [run.candidate for run in runs], links))
+        (output / "attempts.md").write_text(attempts_table(choice, judgement.candidates, links))
         if chosen is not None and chosen.trajectory is not None:
             shutil.copyfile(chosen.trajectory, output / "trajectory.json")
     diff = chosen.candidate.change.diff if chosen is not None and chosen.candidate.change else ""

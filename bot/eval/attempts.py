@@ -1,10 +1,10 @@
 """`mini-fix eval --attempts N`: N attempts at one task, verified and chosen as the App does.
 
-The attempts run up to `--attempt-workers K` at a time (default all N, in parallel; K=1 one after another, for a
-model server that answers one request at a time). Each attempt has its own sandbox, temperature
-(`agent.attempt_temperatures`), trajectory and run id. The App's own verification and choice pick one; that one is
-graded (`resolved`), and so is every other submitted attempt, so the report also says whether any attempt solved the
-task (`any_resolved`): how good the choice was.
+The attempts run in the App's engine (`pipeline/attempts.py`), up to `--attempt-workers K` at a time (default all N,
+in parallel; K=1 one after another, in order, for a model server that answers one request at a time). Each attempt
+has its own sandbox, temperature (`agent.attempt_temperatures`), trajectory and run id. The App's own judge picks
+one; that one is graded (`resolved`), and so is every other submitted attempt, so the report also says whether any
+attempt solved the task (`any_resolved`): how good the choice was.
 """
 
 from __future__ import annotations
@@ -12,43 +12,35 @@ from __future__ import annotations
 import shutil
 import tempfile
 import time
-import traceback
 import uuid
-from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 from pathlib import Path
 from typing import Any
 
-from bot.agent.config import ModelConfig
 from bot.eval.grade import Grade
 from bot.eval.hostgit import GitFailed, base_checkout
 from bot.eval.solve import (
     RETRIED_ON_RESUME,
     EvalContext,
+    attempt_stats,
     error_record,
     grade_patch,
-    run_attempt,
+    run_attempts,
     sandbox_config,
     since,
 )
 from bot.eval.tasks import EvalTask
-from bot.pipeline.candidates import Candidate, Choice, refusals
-from bot.pipeline.choose import choose, reproductions_passed
-from bot.pipeline.errors import RunFailed, SetupFailed
-from bot.pipeline.verify import verify
+from bot.pipeline.attempts import Attempt
+from bot.pipeline.candidates import Candidate, Choice
+from bot.pipeline.choose import reproductions_passed
+from bot.pipeline.judge import Checks, judge
 from bot.trajectory import annotate_trajectory
-from sandbox.base import SandboxError
 
 TOTALS = ("steps", "tokens", "prompt_tokens", "completion_tokens", "format_errors", "model_seconds")
 
 
-def temperature(ctx: EvalContext, index: int, attempts: int) -> float | None:
-    """Attempt `index`'s temperature from the schedule; None (the config's own) when there is one attempt."""
-    schedule = ctx.agent_config.agent.attempt_temperatures
-    return schedule[(index - 1) % len(schedule)] if attempts > 1 and schedule else None
-
-
 def solve_attempts(task: EvalTask, ctx: EvalContext, attempts: int) -> dict[str, Any]:
-    """Run `attempts` attempts at one task, verify and choose, grade; the report's record (never a raise)."""
+    """Run `attempts` attempts at one task, judge them as the App does, grade; the report's record (never a raise)."""
     started = time.monotonic()
     group = uuid.uuid4().hex[:12]
     record: dict[str, Any] = {"instance_id": task.instance_id, "repo": task.repo, "run_id": group}
@@ -58,75 +50,22 @@ def solve_attempts(task: EvalTask, ctx: EvalContext, attempts: int) -> dict[str,
             base_checkout(task.git, task.base_commit, checkout)
         except GitFailed as exc:
             return record | error_record(exc, started)
-        workers = min(ctx.attempt_workers or attempts, attempts)
-        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix=f"attempt-{task.instance_id}") as pool:
-            runs = list(pool.map(lambda k: _attempt(task, ctx, checkout, tmp, k, attempts), range(1, attempts + 1)))
-        candidates = [c for c, _ in runs]
+        trajectory = partial(attempt_trajectory, ctx, task)
+        runs = run_attempts(task, ctx, group, tmp, checkout=checkout, count=attempts, trajectory=trajectory)
         began = time.monotonic()
-        verify(
-            candidates,
-            checkout=checkout,
-            factory=ctx.sandbox,
-            sandbox_config=sandbox_config(task, ctx),
-            repo=task.repo_config(),
-            run_id=group,
-            workdir=tmp,
-            cancel=ctx.cancel,
-        )
+        checks = Checks(checkout, ctx.sandbox, sandbox_config(task, ctx), task.repo_config(), group, tmp, ctx.cancel)
+        judgement = judge(runs, checks, secrets=ctx.settings.secrets)
         record["verify_seconds"] = since(began)
-        choice = choose(candidates)
         began = time.monotonic()
         grades = {
             c.index: grade_patch(task, ctx, c.change.diff, f"{c.run_id}-grade", tmp)
-            for c in candidates
+            for c in judgement.candidates
             if c.change is not None and c.submitted and not ctx.cancel.is_set()
         }
         record["grade_seconds"] = since(began)
-    rows = [_row(c, stats, choice, grades.get(c.index)) for c, stats in runs]
+    rows = [_row(run, judgement.choice, grades.get(run.candidate.index)) for run in judgement.attempts]
     _annotate(task, ctx, rows)
-    return record | _summary(rows, choice, grades) | {"seconds": since(started)}
-
-
-def _attempt(
-    task: EvalTask, ctx: EvalContext, checkout: Path, tmp: Path, index: int, attempts: int
-) -> tuple[Candidate, dict[str, Any]]:
-    """One attempt as a candidate, and its statistics; an attempt that fails says why, it never raises."""
-    run_id = uuid.uuid4().hex[:12]
-    heat = temperature(ctx, index, attempts)
-    candidate = Candidate(index=index, run_id=run_id, temperature=heat)
-    began = time.monotonic()
-    try:
-        attempt = run_attempt(
-            task,
-            ctx,
-            run_id,
-            tmp,
-            checkout=checkout,
-            model_config=_sampling(ctx.model_config, heat),
-            trajectory=attempt_trajectory(ctx, task, index),
-        )
-    except (SetupFailed, RunFailed, SandboxError) as exc:
-        detail = f"{exc.outcome}: {exc.detail}" if isinstance(exc, RunFailed) else str(exc)
-        return _failed(candidate, detail, began)
-    except Exception as exc:  # one attempt's crash must not lose the others
-        return _failed(candidate, "internal error: " + traceback.format_exception_only(exc)[-1].strip(), began)
-    candidate.exit_status, candidate.change = attempt.result.exit_status, attempt.change
-    candidate.steps, candidate.seconds = attempt.result.steps, since(began)
-    candidate.tokens = attempt.result.prompt_tokens + attempt.result.completion_tokens
-    if attempt.change is not None:
-        candidate.refused = refusals(attempt.change, task.repo_config(), ctx.settings.secrets)
-    return candidate, attempt.stats
-
-
-def _failed(candidate: Candidate, detail: str, began: float) -> tuple[Candidate, dict[str, Any]]:
-    candidate.exit_status, candidate.error, candidate.seconds = "error", detail, since(began)
-    return candidate, {"exit_status": "error", "error": detail}
-
-
-def _sampling(config: ModelConfig, heat: float | None) -> ModelConfig:
-    if heat is None:
-        return config
-    return config.model_copy(update={"model_kwargs": {**config.model_kwargs, "temperature": heat}})
+    return record | _summary(rows, judgement.choice, grades) | {"seconds": since(started)}
 
 
 def attempt_trajectory(ctx: EvalContext, task: EvalTask, index: int) -> Path:
@@ -134,17 +73,17 @@ def attempt_trajectory(ctx: EvalContext, task: EvalTask, index: int) -> Path:
     return ctx.trajectory_path(task).with_name(f"{task.instance_id}.attempt-{index}.traj.json")
 
 
-def _row(c: Candidate, stats: dict[str, Any], choice: Choice, graded: Grade | None) -> dict[str, Any]:
-    """One attempt in the report."""
-    rep = c.reproduction
+def _row(run: Attempt, choice: Choice, graded: Grade | None) -> dict[str, Any]:
+    """One attempt in the report: the engine's statistics and the judge's verdicts."""
+    c, rep, stats = run.candidate, run.candidate.reproduction, attempt_stats(run)
     return {
         "index": c.index,
         "run_id": c.run_id,
         "temperature": c.temperature,
         **{k: stats.get(k, 0) for k in TOTALS},
-        "exit_status": c.exit_status,
-        **({"error": c.error} if c.error else {}),
-        "seconds": c.seconds,
+        "exit_status": stats["exit_status"],
+        **({"error": stats["error"]} if "error" in stats else {}),
+        "seconds": round(run.seconds, 1),
         "lines_changed": c.lines_changed,
         "refused": c.refused,
         "test": None if c.test is None else {"passed": c.test.get("passed"), "returncode": c.test.get("returncode")},

@@ -1,4 +1,4 @@
-"""One eval task: the App's agent, sandbox, config and limits on the base commit, then grading in a fresh sandbox."""
+"""One eval task: the App's engine (agent, sandbox, config, limits) on the base commit, then grading afresh."""
 
 from __future__ import annotations
 
@@ -13,22 +13,21 @@ from typing import Any
 
 from bot.agent.config import MiniFixAgentConfig, ModelConfig
 from bot.agent.loop import AgentResult
-from bot.agent.model_base import Model, ModelReply
+from bot.agent.model_base import Model
 from bot.eval.grade import Grade, grade
 from bot.eval.hostgit import GitFailed, base_checkout
 from bot.eval.tasks import EvalTask
-from bot.pipeline import execute
 from bot.pipeline.admit import guidance
-from bot.pipeline.change import Change
-from bot.pipeline.errors import RunFailed, SetupFailed
+from bot.pipeline.attempts import Attempt, AttemptPlan, attempt_run_id, started
+from bot.pipeline.capacity import JobBudget
+from bot.pipeline.errors import RunFailed
+from bot.pipeline.exits import SUBMITTED
 from bot.pipeline.runconfig import NO_FLAGS, Flags, RunConfig, resolve
 from bot.pipeline.task import MAX_TASK_CHARS, cap, clean
-from bot.pipeline.testbed import SandboxFactory, prepared
+from bot.pipeline.testbed import SandboxFactory
 from bot.settings import Settings
-from bot.trajectory import TrajectoryWriter
-from sandbox.base import SandboxConfig, SandboxError
+from sandbox.base import SandboxConfig
 
-SUBMITTED = "Submitted"
 # Endings that say nothing about the model's skill: a rerun tries these tasks again.
 RETRIED_ON_RESUME = {"ModelUnavailable", "ModelTimeout", "Cancelled"}
 
@@ -66,11 +65,14 @@ def solve(task: EvalTask, ctx: EvalContext) -> dict[str, Any]:
         checkout = Path(tmp) / "repo"
         try:
             base_checkout(task.git, task.base_commit, checkout)
-            attempt = run_attempt(task, ctx, run_id, Path(tmp), checkout=checkout)
-        except (GitFailed, SetupFailed, RunFailed, SandboxError) as exc:
+        except GitFailed as exc:
             return record | error_record(exc, started)
-        patch = attempt.change.diff if attempt.change else ""
-        record |= attempt.stats | {"model_patch": patch}
+        path = ctx.trajectory_path(task)
+        [attempt] = run_attempts(task, ctx, run_id, Path(tmp), checkout=checkout, count=1, trajectory=lambda _: path)
+        if (failure := did_not_run(attempt)) is not None:
+            return record | error_record(failure, started)
+        patch = attempt.candidate.change.diff if attempt.candidate.change else ""
+        record |= attempt_stats(attempt) | {"model_patch": patch}
         verdict = grade_patch(task, ctx, patch, f"{run_id}-grade", Path(tmp))
     record |= {"resolved": verdict.resolved, "tests": verdict.as_json(), "seconds": since(started)}
     return record | ({"error": verdict.error} if verdict.error else {})
@@ -83,85 +85,59 @@ def grade_patch(task: EvalTask, ctx: EvalContext, patch: str, run_id: str, tmp: 
     return grade(task, patch, ctx.sandbox, sandbox_config(task, ctx), run_id, tmp)
 
 
-@dataclass
-class Attempt:
-    """One agent run on a task: how it ended, its change (None unless it submitted) and its statistics."""
-
-    result: AgentResult
-    change: Change | None
-    stats: dict[str, Any]
-
-
-class TimedModel:
-    """A model that adds up the time spent waiting for its replies (the model-time cost of an eval)."""
-
-    def __init__(self, model: Model) -> None:
-        self.model, self.name, self.seconds = model, model.name, 0.0
-
-    def query(self, messages: list[dict[str, Any]]) -> ModelReply:
-        """The wrapped model's reply, timed."""
-        began = time.monotonic()
-        try:
-            return self.model.query(messages)
-        finally:
-            self.seconds += time.monotonic() - began
-
-
-def run_attempt(
+def run_attempts(
     task: EvalTask,
     ctx: EvalContext,
     run_id: str,
     tmp: Path,
     *,
     checkout: Path,
-    model_config: ModelConfig | None = None,
-    trajectory: Path | None = None,
-) -> Attempt:
-    """The App's agent on the base `checkout` in its own sandbox; the change as the App takes it out."""
+    count: int,
+    trajectory: Callable[[int], Path],
+) -> list[Attempt]:
+    """The App's engine on the base `checkout`: `count` attempts, at most `ctx.attempt_workers` at once, each
+    with the App's agent, sandbox and setup, its trajectory at `trajectory(index)`, and its change taken out as
+    the App takes it."""
     resolved = ctx.run_config(task)
-    config = resolved.agent
-    model_config = model_config or ctx.model_config
-    writer = TrajectoryWriter(
-        trajectory or ctx.trajectory_path(task),
-        secrets=ctx.settings.secrets,
-        mini_fix={
-            "run_id": run_id,
-            "repo": task.repo,
-            "model": model_config.model_name,
-            "eval": {"instance_id": task.instance_id},
-        },
+    repo = task.repo_config()
+    paths = {attempt_run_id(run_id, k, count): trajectory(k) for k in range(1, count + 1)}
+    plan = AttemptPlan(
+        count=count,
+        run_id=run_id,
+        factory=ctx.sandbox,
+        sandbox_config=resolved.sandbox,
+        agent=resolved.agent,
+        model=ctx.model_config,
+        make_model=ctx.model,
+        config=repo,
+        networked=resolved.setup_network,
+        max_export_bytes=resolved.max_export_bytes,
+        caps=resolved.caps,
+        trajectory_path=paths.__getitem__,
+        meta={"repo": task.repo, "model": ctx.model_config.model_name, "eval": {"instance_id": task.instance_id}},
+        budget=JobBudget(tokens=0, seconds=0, cancel=ctx.cancel),  # no job-wide budget: the agent's own limits
+        parallel=ctx.attempt_workers or 0,
     )
     text = cap(clean(task.problem_statement), MAX_TASK_CHARS)
-    if extra := guidance(task.repo_config(), checkout):
+    if extra := guidance(repo, checkout):
         text = f"{text}\n\n{extra}"
-    model = TimedModel(ctx.model(model_config))
-    with (
-        prepared(ctx.sandbox, resolved.sandbox, run_id, checkout, task.repo_config()) as ready,
-        execute.closed_on_cancel(ready.sandbox, ctx.cancel),  # an interrupted eval removes its containers at once
-    ):
-        result = execute.run_agent(
-            model,
-            ready.sandbox,
-            config,
-            text,
-            trajectory=writer,
-            on_step=lambda _event: None,
-            cancel=ctx.cancel,
-            checkout=checkout,
-        )
-        change = None
-        if result.exit_status == SUBMITTED:
-            # As the App takes it: the tree exported as files, diffed against the base by the host's own git.
-            export = tmp / f"export-{run_id}"
-            change = execute.take_change(
-                ready.sandbox,
-                checkout,
-                export,
-                max_bytes=resolved.max_export_bytes,
-                exclude=ready.excludes,
-                caps=resolved.caps,
-            )
-    return Attempt(result, change, _stats(result) | {"model_seconds": round(model.seconds, 1)})
+    with started(plan) as attempts:
+        return attempts.run(text, checkout, tmp, ctx.settings.secrets)
+
+
+def did_not_run(attempt: Attempt) -> RunFailed | None:
+    """Why an attempt left no agent result to report (its sandbox, setup or change failed); None when it has one."""
+    if attempt.failure is None or (attempt.result is not None and attempt.result.exit_status != SUBMITTED):
+        return None
+    return attempt.failure
+
+
+def attempt_stats(attempt: Attempt) -> dict[str, Any]:
+    """An attempt's statistics for the report, from the engine's Attempt and its agent result."""
+    if (failure := did_not_run(attempt)) is not None:
+        return {"exit_status": "error", "error": reason(failure)}
+    assert attempt.result is not None
+    return _stats(attempt.result) | {"model_seconds": round(attempt.model_seconds, 1)}
 
 
 def sandbox_config(task: EvalTask, ctx: EvalContext) -> SandboxConfig:
@@ -185,8 +161,13 @@ def _stats(result: AgentResult) -> dict[str, Any]:
 
 def error_record(exc: Exception, started: float) -> dict[str, Any]:
     """A task's record when it could not run: the outcome and its detail, never resolved."""
-    reason = f"{exc.outcome}: {exc.detail}" if isinstance(exc, RunFailed) else str(exc)
-    return {"resolved": False, "exit_status": "error", "error": reason, "model_patch": "", "seconds": since(started)}
+    why = reason(exc)
+    return {"resolved": False, "exit_status": "error", "error": why, "model_patch": "", "seconds": since(started)}
+
+
+def reason(exc: Exception) -> str:
+    """Why a task or an attempt could not run, in the report's words."""
+    return f"{exc.outcome}: {exc.detail}" if isinstance(exc, RunFailed) else str(exc)
 
 
 def since(started: float) -> float:

@@ -3,12 +3,13 @@
 The attempts share the worker's one clone read-only (it is copied into each sandbox and is the base of each
 host-side diff), the job's cancel flag (`/agent stop` ends them all at once) and the job's total budget. Each
 holds one of the worker's sandbox slots (`capacity.SandboxSlots`) while its container lives; a job with more attempts
-than free slots runs the rest as slots come free.
+than free slots runs the rest as slots come free. The one engine: the App, `mini-fix run` and `mini-fix eval` run here.
 """
 
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -24,7 +25,7 @@ from bot.agent.model_base import Model
 from bot.jobs import Outcome
 from bot.pipeline import execute, exits
 from bot.pipeline.candidates import Candidate
-from bot.pipeline.capacity import JobBudget, SandboxSlots
+from bot.pipeline.capacity import JobBudget, SandboxSlots, Turns
 from bot.pipeline.change import Change, ChangeCaps
 from bot.pipeline.errors import RunFailed
 from bot.pipeline.execute import EarlySandbox
@@ -64,6 +65,8 @@ class Attempt:
     result: AgentResult | None = None
     failure: RunFailed | None = None
     trajectory: Path | None = None
+    model_seconds: float = 0.0  # time spent waiting for the model's replies
+    seconds: float = 0.0  # wall time from its turn to its end: sandbox, setup, agent, change
 
     @property
     def outcome(self) -> Outcome | None:
@@ -96,6 +99,7 @@ class AttemptPlan:
     on_end: Callable[[int, str], None] = lambda _attempt, _how: None
     testing: dict[str, str] = field(default_factory=dict)  # the test command and how to run one test, for the task
     caps: ChangeCaps = field(default_factory=ChangeCaps)  # what a tree may cost the worker before it is diffed
+    parallel: int = 0  # at most this many attempts at once, in attempt order (0: all; eval's --attempt-workers)
 
 
 class Attempts:
@@ -105,8 +109,12 @@ class Attempts:
         self.plan = plan
         self._lock = threading.Lock()
         self._holding: set[int] = set()  # attempts holding a slot
+        self._turns, self._turned = Turns(plan.parallel), set[int]()  # attempts holding their turn
         self._early: dict[int, EarlySandbox] = {}
         for index in range(1, plan.count + 1):
+            if 0 < plan.parallel < index or not self._turns.take(index, plan.budget.stop):
+                break
+            self._turned.add(index)
             if not plan.slots.try_take():
                 break
             self._holding.add(index)
@@ -152,7 +160,10 @@ class Attempts:
     ) -> None:
         temperature = temperature_for(self.plan.agent, index, self.plan.count)
         attempt = Attempt(Candidate(index=index, run_id=self.run_id(index), temperature=temperature))
+        began = time.monotonic()
         try:
+            self._wait(index)
+            began = time.monotonic()
             sandbox = self._sandbox(index, checkout)
             export = scratch / ("export" if self.plan.count == 1 else f"export-{index}")
             self._agent(attempt, sandbox, task, checkout, export, secrets)
@@ -163,6 +174,7 @@ class Attempts:
             attempt.failure = RunFailed(Outcome.AGENT_CRASHED, f"{type(exc).__name__}: {exc}")
         finally:
             self._give(index)
+            attempt.seconds = time.monotonic() - began
         candidate = attempt.candidate
         if attempt.failure is not None:
             error = attempt.failure.detail or str(attempt.failure.outcome)
@@ -172,15 +184,25 @@ class Attempts:
             into[index] = attempt
         self.plan.on_end(index, candidate.error or candidate.exit_status)
 
+    def _wait(self, index: int) -> None:
+        """Wait for this attempt's turn and a slot (those started early hold both already)."""
+        stop = self.plan.budget.stop
+        with self._lock:
+            turned, holding = index in self._turned, index in self._holding
+        if not turned and not self._turns.take(index, stop):
+            raise RunFailed(Outcome.CANCELLED, "stopped before it started")
+        with self._lock:
+            self._turned.add(index)
+        if not holding and not self.plan.slots.take(stop):
+            raise RunFailed(Outcome.CANCELLED, "stopped before it started")
+        with self._lock:
+            self._holding.add(index)
+
     def _sandbox(self, index: int, checkout: Path) -> Sandbox:
-        """This attempt's started sandbox with the checkout copied in: the early one, or one once a slot is free."""
+        """This attempt's started sandbox with the checkout copied in: the early one, or one started now."""
         with self._lock:
             early = self._early.pop(index, None)
         if early is None:
-            if not self.plan.slots.take(self.plan.budget.stop):
-                raise RunFailed(Outcome.CANCELLED, "stopped before it started")
-            with self._lock:
-                self._holding.add(index)
             early = EarlySandbox(self.plan.factory, self.plan.sandbox_config, self.run_id(index))
         return early.take(checkout)  # a failed copy-in removes the container itself
 
@@ -191,11 +213,13 @@ class Attempts:
         plan, candidate = self.plan, attempt.candidate
         writer = self._writer(candidate, secrets)
         attempt.trajectory = writer.path
+        model: execute.TimedModel | None = None
         try:
+            model = execute.TimedModel(plan.make_model(model_for(plan.model, candidate.temperature)))
             with execute.closed_on_cancel(sandbox, plan.budget.stop):
                 excludes = execute.run_setup(sandbox, plan.config.setup, networked=plan.networked)
                 attempt.result = execute.run_agent(
-                    plan.make_model(model_for(plan.model, candidate.temperature)),
+                    model,
                     sandbox,
                     plan.agent,
                     task,
@@ -213,6 +237,7 @@ class Attempts:
                 execute.require_submission(attempt.result)
                 candidate.change = take()
         finally:
+            attempt.model_seconds = model.seconds if model is not None else 0.0
             sandbox.close()
 
     def _writer(self, candidate: Candidate, secrets: list[str]) -> TrajectoryWriter:
@@ -240,10 +265,13 @@ class Attempts:
 
     def _give(self, index: int) -> None:
         with self._lock:
-            held = index in self._holding
+            held, turned = index in self._holding, index in self._turned
             self._holding.discard(index)
+            self._turned.discard(index)
         if held:
             self.plan.slots.give()
+        if turned:
+            self._turns.give()
 
 
 def _counted(candidate: Candidate, result: AgentResult) -> None:

@@ -6,7 +6,8 @@ diff (`change.py`), test and reproduction verdicts are exit codes of fresh sandb
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from bot.pipeline import diffpaths
@@ -41,6 +42,16 @@ class DroppedTests:
     unchecked: list[str] = field(default_factory=list)  # changed test files in another language: not checked
 
 
+@dataclass(frozen=True)
+class Verdict:
+    """What the App found when it checked one candidate in fresh sandboxes (`verify.py`)."""
+
+    test: dict[str, Any] | None = None  # the repository's test command on its change
+    reproduction: Reproduction | None = None
+    dropped: DroppedTests | None = None  # None: not checked (its change did not apply)
+    cross: Mapping[int, bool] = field(default_factory=dict)  # other attempt's valid reproduction -> passes here
+
+
 @dataclass
 class Candidate:
     """One attempt: its own sandbox, sampling settings, trajectory and change."""
@@ -60,6 +71,18 @@ class Candidate:
     seconds: float = 0.0
     error: str = ""  # how the attempt ended when it did not submit (the outcome's detail)
     partial: Change | None = None  # what it left when a step, token or time limit ended it (keep_partial_work)
+
+    def judged(self, verdict: Verdict | None) -> Candidate:
+        """A copy with the App's verdict (None: not verified, the copy is the same); this one is left as it was."""
+        if verdict is None:
+            return replace(self)
+        return replace(
+            self,
+            test=verdict.test,
+            reproduction=verdict.reproduction,
+            dropped=verdict.dropped,
+            cross=dict(verdict.cross),
+        )
 
     @property
     def submitted(self) -> bool:

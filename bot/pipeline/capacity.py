@@ -103,3 +103,37 @@ class JobBudget:
         finally:
             done.set()
             watcher.join()
+
+
+class Turns:
+    """At most `limit` of one job's attempts at once (0: no bound), started in attempt order.
+
+    Eval's `--attempt-workers K` for a model server that answers one request at a time: attempt k starts only
+    after every earlier one has started, and while fewer than K run."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self._next, self._running = 1, 0
+        self._changed = threading.Condition()
+
+    def take(self, index: int, stop: threading.Event) -> bool:
+        """Wait for attempt `index`'s turn; False (and none taken) when `stop` is set first."""
+        if self.limit <= 0:
+            return not stop.is_set()
+        with self._changed:
+            while not (index == self._next and self._running < self.limit):
+                if stop.is_set():
+                    return False
+                self._changed.wait(POLL_SECONDS)
+            if stop.is_set():
+                return False
+            self._next, self._running = self._next + 1, self._running + 1
+            self._changed.notify_all()
+        return True
+
+    def give(self) -> None:
+        """An attempt that took its turn has ended."""
+        with self._changed:
+            if self.limit > 0:
+                self._running -= 1
+                self._changed.notify_all()

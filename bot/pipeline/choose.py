@@ -7,19 +7,14 @@ drops some (test functions or methods of the base commit's test files gone after
 own trees: `dropped.py`; a fix that loses a test is still a fix a reviewer can repair, a tests-only change is
 not), (b) how many of all attempts' valid reproduction tests it passes
 (its own counts; a claimed test that passes on the base commit too is not valid and earns nothing), (c) fewer
-lines changed, (d) the lower attempt number.
+lines changed, (d) the lower attempt number. The PR's Markdown about the choice is `prtext.py`'s.
 """
 
 from __future__ import annotations
 
-from typing import Any
-
 from bot.pipeline.candidates import Candidate, Choice
 from bot.pipeline.exits import SUBMITTED
-from bot.render import render
 
-TEMPLATE = "attempts_table.md"
-DETAIL_CHARS = 300  # of a reproduction's detail in a table cell (a git error can be long)
 NAMES_SHOWN = 10  # dropped tests named in a table cell or the PR body, then "and N more"
 
 
@@ -63,21 +58,6 @@ def dropped_text(c: Candidate) -> str:
     names = c.dropped.tests
     more = f" and {len(names) - NAMES_SHOWN} more" if len(names) > NAMES_SHOWN else ""
     return "drops existing tests: " + ", ".join(names[:NAMES_SHOWN]) + more
-
-
-def dropped_notes(c: Candidate) -> list[str]:
-    """What the App could not check about dropped tests, in a reviewer's words (only where it matters)."""
-    notes = []
-    if c.dropped is not None and c.dropped.unparsed:
-        files = ", ".join(c.dropped.unparsed)
-        notes.append(
-            f"whether it drops tests in {files} cannot be told: "
-            "not valid Python before or after the change, or too costly to parse"
-        )
-    if c.dropped is not None and c.dropped.unchecked:
-        files = ", ".join(c.dropped.unchecked)
-        notes.append(f"{files}: not checked for dropped tests (only Python test files are)")
-    return notes
 
 
 def _test_passed(c: Candidate) -> bool:
@@ -134,62 +114,3 @@ def _behind(c: Candidate, chosen: Candidate, tested: bool, total: int) -> str:
             f"({c.lines_changed} lines against {chosen.lines_changed})"
         )
     return f"as good as attempt {chosen.index} on every count; the earlier attempt wins the tie"
-
-
-def attempts_table(choice: Choice, candidates: list[Candidate], links: dict[int, str | None]) -> str:
-    """The markdown table of every attempt for the PR body or the outcome comment."""
-    total = valid_reproductions(candidates)
-    rows = [_row(c, choice, total, links.get(c.index)) for c in sorted(candidates, key=lambda c: c.index)]
-    return render(TEMPLATE, part="table", rows=rows, total=total)
-
-
-def _row(c: Candidate, choice: Choice, total: int, link: str | None) -> dict[str, Any]:
-    rep = c.reproduction
-    return {
-        "index": c.index,
-        "temperature": c.temperature,
-        "ended": "submitted" if c.submitted else (c.exit_status or "did not finish"),
-        "refused": c.refused,
-        "acceptable": c.acceptable,
-        "test": c.test,
-        "dropped": dropped_text(c) if c.acceptable else "",
-        "dropped_notes": dropped_notes(c) if c.acceptable else [],
-        "reproduction": _repro_cell(c),
-        "repro_detail": rep.detail[:DETAIL_CHARS] if rep is not None else "",
-        "passed": reproductions_passed(c) if c.acceptable and total else None,
-        "lines": c.lines_changed if c.submitted else None,
-        "chosen": choice.chosen is c,
-        "reason": _without_verdict(choice.reasons.get(c.index, "")),
-        "link": link,
-    }
-
-
-def _without_verdict(reason: str) -> str:
-    """The reason without its leading "chosen: " / "not chosen: " (the table's cell says which)."""
-    for prefix in ("not chosen: ", "chosen: "):
-        if reason.startswith(prefix):
-            return reason[len(prefix) :]
-    return reason
-
-
-def _repro_cell(c: Candidate) -> str:
-    rep = c.reproduction
-    if rep is None or not c.acceptable:
-        return "none"
-    if rep.valid:
-        return "valid"
-    if not rep.files:
-        return "none"
-    if rep.fails_before is False:
-        return "passes before"
-    if rep.fails_before is True and rep.passes_after is False:
-        return "fails after"
-    return "not checked"
-
-
-def evidence(candidate: Candidate) -> str:
-    """The candidate's reproduction test seen failing before its fix and passing after it; '' when there is none."""
-    rep = candidate.reproduction
-    if rep is None or not rep.valid:
-        return ""
-    return render(TEMPLATE, part="evidence", rep=rep, index=candidate.index)

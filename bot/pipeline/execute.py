@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import re
 import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from bot.agent.config import MiniFixAgentConfig
 from bot.agent.loop import Agent, AgentResult, StepEvent
-from bot.agent.model_base import Model
+from bot.agent.model_base import Model, ModelReply
 from bot.github.gateway import GitHubGateway, RepoInfo
 from bot.jobs import Job, Outcome
 from bot.pipeline import gitops
@@ -183,6 +184,21 @@ def run_agent(
         raise
     except Exception as exc:
         raise RunFailed(Outcome.AGENT_CRASHED, f"{type(exc).__name__}: {exc}") from exc
+
+
+class TimedModel:
+    """A model that adds up the time spent waiting for its replies (an attempt's model-time cost)."""
+
+    def __init__(self, model: Model) -> None:
+        self.model, self.name, self.seconds = model, model.name, 0.0
+
+    def query(self, messages: list[dict[str, Any]]) -> ModelReply:
+        """The wrapped model's reply, timed."""
+        began = time.monotonic()
+        try:
+            return self.model.query(messages)
+        finally:
+            self.seconds += time.monotonic() - began
 
 
 def take_change(

@@ -1,70 +1,116 @@
-"""Judging a job's attempts once all have ended: refusals, the App's own checks in fresh sandboxes, the choice."""
+"""The one judge of a job's finished attempts, for the App, `mini-fix run` and `mini-fix eval` alike.
+
+Refusals (protected paths, links, secrets), the App's own checks in fresh sandboxes (`verify.py`), the ranking
+(`choose.py`), the verdicts written into each attempt's trajectory, and, when no attempt may be proposed, the
+partial work to publish instead or how the job ends. The result is returned, frozen; the attempts given are
+left as they were (each driver reads what it needs from the `Judgement`).
+"""
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
-from bot.jobs import Outcome
 from bot.pipeline import exits
 from bot.pipeline.attempts import Attempt
-from bot.pipeline.choose import attempts_table, choose
-from bot.pipeline.deps import PipelineDeps
+from bot.pipeline.candidates import Candidate, Choice, refusals
+from bot.pipeline.capacity import SandboxSlots
+from bot.pipeline.choose import choose
 from bot.pipeline.errors import RunFailed
-from bot.pipeline.report import run_link
-from bot.pipeline.state import RunState
-from bot.pipeline.verdicts import none_acceptable, partial_work, record_verdicts, refuse
+from bot.pipeline.testbed import SandboxFactory
+from bot.pipeline.verdicts import none_acceptable, partial_work, record_verdicts
 from bot.pipeline.verify import verify
+from bot.repo_config.schema import RepoConfig
 from sandbox.base import SandboxConfig
 
 
+@dataclass(frozen=True)
+class Checks:
+    """Where the App checks a job's attempts: fresh sandboxes holding the base checkout the attempts got."""
+
+    checkout: Path
+    factory: SandboxFactory
+    sandbox_config: SandboxConfig
+    repo: RepoConfig  # its test, reproduce, setup, protected paths and keep_partial_work
+    run_id: str
+    workdir: Path
+    cancel: threading.Event
+    slots: SandboxSlots | None = None  # the worker's (None: no bound)
+
+
+@dataclass(frozen=True)
+class Judgement:
+    """What the App concluded about a job's attempts."""
+
+    attempts: tuple[Attempt, ...]  # copies of the attempts given, each with its refusals and verdicts
+    choice: Choice  # the ranking over their candidates, with a reason for every attempt
+    chosen: Attempt | None  # what to publish: the chosen attempt, or partial work (`wip`); None: nothing
+    wip: str = ""  # the limit that ended the attempt whose partial change is published as work in progress
+    failure: RunFailed | None = None  # how the job ends when nothing may be proposed
+    refused: tuple[str, ...] = ()  # the refused paths, when refusal is that ending
+
+    @property
+    def candidates(self) -> list[Candidate]:
+        """Every attempt's judged candidate, in attempt order."""
+        return [attempt.candidate for attempt in self.attempts]
+
+    @property
+    def test(self) -> dict[str, Any] | None:
+        """The chosen attempt's `test` verdict, from a fresh sandbox."""
+        return self.chosen.candidate.test if self.chosen is not None else None
+
+    @property
+    def exit_status(self) -> str:
+        """The chosen attempt's exit status, else every attempt's (each once)."""
+        if self.chosen is not None:
+            return self.chosen.candidate.exit_status
+        statuses = [run.result.exit_status for run in self.attempts if run.result is not None]
+        return ", ".join(dict.fromkeys(statuses))
+
+
 def judge(
-    state: RunState,
-    deps: PipelineDeps,
-    runs: list[Attempt],
-    sandbox_config: SandboxConfig,
+    runs: Sequence[Attempt],
+    checks: Checks,
     *,
-    checkout: Path,
-    scratch: Path,
     secrets: list[str],
-) -> Attempt:
-    """Refuse what may not be pushed, verify the rest in fresh sandboxes, choose; the chosen attempt or the
-    outcome (RunFailed) of a job none of whose attempts may be proposed."""
-    candidates = [run.candidate for run in runs]
-    for candidate in candidates:
-        refuse(candidate, state.config, secrets)
-    state.candidates = candidates
-    verify(
-        candidates,
-        checkout=checkout,
-        factory=deps.sandbox,
-        sandbox_config=sandbox_config,
-        repo=state.config,
-        run_id=state.run["run_id"],
-        workdir=scratch,
-        cancel=state.cancel,
-        slots=deps.sandbox_slots,
+    mirror: Callable[[str, str], None] | None = None,
+) -> Judgement:
+    """Refuse what may not be pushed, verify the rest, choose, and record the verdicts in the trajectories (not
+    when `checks.cancel` is set: a stopped job leaves them as they were)."""
+    repo = checks.repo
+    refused = [_refused(run.candidate, repo, secrets) for run in runs]
+    verdicts = verify(
+        refused,
+        checkout=checks.checkout,
+        factory=checks.factory,
+        sandbox_config=checks.sandbox_config,
+        repo=repo,
+        run_id=checks.run_id,
+        workdir=checks.workdir,
+        cancel=checks.cancel,
+        slots=checks.slots,
     )
-    if state.cancel.is_set():
-        raise RunFailed(Outcome.CANCELLED)
-    choice = choose(candidates)
-    record_verdicts(runs, choice, secrets, deps.save_trajectory)
-    if state.count > 1:
-        links = {
-            run.candidate.index: run_link(deps.settings, run.candidate.run_id) if run.trajectory else None
-            for run in runs
-        }
-        state.table = attempts_table(choice, candidates, links)
-    chosen = next((run for run in runs if run.candidate is choice.chosen), None)
-    statuses = [run.result.exit_status for run in runs if run.result is not None]
-    state.run["exit_status"] = ", ".join(dict.fromkeys(statuses))
-    if chosen is None and state.config.keep_partial_work:
-        chosen = partial_work(runs, state.config, secrets)
-        if chosen is not None and chosen.result is not None:
-            state.wip = exits.LIMIT_NAMES[chosen.result.exit_status]
-    if chosen is None:
-        state.result = runs[0].result if state.count == 1 else None
-        raise none_acceptable(runs, state.paths)
-    state.result, state.test = chosen.result, chosen.candidate.test
-    state.run["exit_status"] = chosen.candidate.exit_status
-    state.link_run_id = chosen.candidate.run_id
-    return chosen
+    judged = tuple(
+        replace(run, candidate=c.judged(verdicts.get(c.index))) for run, c in zip(runs, refused, strict=True)
+    )
+    choice = choose([run.candidate for run in judged])
+    if not checks.cancel.is_set():
+        record_verdicts(list(judged), choice, secrets, mirror)
+    chosen = next((run for run in judged if run.candidate is choice.chosen), None)
+    if chosen is not None:
+        return Judgement(judged, choice, chosen)
+    partial = partial_work(list(judged), repo, secrets) if repo.keep_partial_work else None
+    if partial is not None and partial.result is not None:
+        return Judgement(judged, choice, partial, wip=exits.LIMIT_NAMES[partial.result.exit_status])
+    failure, paths = none_acceptable(list(judged))
+    return Judgement(judged, choice, None, failure=failure, refused=tuple(paths))
+
+
+def _refused(candidate: Candidate, repo: RepoConfig, secrets: list[str]) -> Candidate:
+    """A copy with what in its change may not be published (protected paths, links, a worker's secret)."""
+    if candidate.change is None:
+        return replace(candidate)
+    return replace(candidate, refused=refusals(candidate.change, repo, secrets))

@@ -6,25 +6,23 @@ import tempfile
 import threading
 import uuid
 from dataclasses import replace
-from functools import partial
 from pathlib import Path
 
 import structlog
 
-from bot.agent.loop import StepEvent
 from bot.github.gateway import GitHubError, GitHubGateway, Issue, RateLimited, RepoInfo, can_write
 from bot.jobs import SHUTDOWN_REASON, Job, JobKind, JobOutcome, JobStatus, Outcome, RunInfo, cancel_reason
-from bot.pipeline import attempts, branch, execute, followup, gitops
+from bot.pipeline import attempts, branch, execute, followup, gitops, jobplan
 from bot.pipeline.admit import admit, guidance, reader
-from bot.pipeline.capacity import JobBudget, SandboxSlots
-from bot.pipeline.choose import dropped_notes, dropped_text, evidence
+from bot.pipeline.choose import dropped_text
 from bot.pipeline.control import run_control
 from bot.pipeline.deferral import rate_limited
 from bot.pipeline.deps import PipelineDeps
 from bot.pipeline.errors import RunFailed
 from bot.pipeline.feedback import review_feedback
-from bot.pipeline.judge import judge
+from bot.pipeline.judge import Checks, Judgement, judge
 from bot.pipeline.outbound import RedactingGateway
+from bot.pipeline.prtext import attempts_table, dropped_notes, evidence
 from bot.pipeline.publish import (
     WIP_PREFIX,
     attach_trajectory,
@@ -42,6 +40,7 @@ from bot.pipeline.task import build_task, clean
 from bot.pipeline.tokens import FreshToken
 from bot.render import render
 from bot.repo_config import devcontainer, infer
+from bot.settings import Settings
 from bot.trajectory import redact
 
 log = structlog.get_logger(__name__)
@@ -146,12 +145,13 @@ def _work(state: RunState, deps: PipelineDeps, resolved: RunConfig) -> None:
     issue = Issue(issue.number, clean(issue.title), issue.body, issue.author, issue.state)
     repo = gh.get_repo()
     sandbox_config = resolved.sandbox
-    plan = _plan(state, deps, resolved)
+    plan = jobplan.plan_for(state, deps, resolved)
     with (
         attempts.started(plan) as started,
-        tempfile.TemporaryDirectory(prefix=f"mini-fix-{run_id}-", dir=deps.workdir) as tmp,
+        tempfile.TemporaryDirectory(prefix=f"mini-fix-{run_id}-", dir=deps.workdir) as name,
     ):
-        checkout = Path(tmp) / "repo"
+        tmp = Path(name)
+        checkout = tmp / "repo"
         token = FreshToken(gh.git_credential)  # minted again near its expiry: a long run's push still works
         start = _start(state, repo, checkout, token, deps)
         _check_cancel(cancel)
@@ -160,9 +160,10 @@ def _work(state: RunState, deps: PipelineDeps, resolved: RunConfig) -> None:
         if earlier := _builds_on(checkout, token, start):
             task = f"{task}\n\n{earlier}"
         secrets = [*token.minted, *deps.settings.secrets]
-        runs = started.run(task, checkout, Path(tmp), secrets)
+        runs = started.run(task, checkout, tmp, secrets)
         _check_cancel(cancel)
-        chosen = judge(state, deps, runs, sandbox_config, checkout=checkout, scratch=Path(tmp), secrets=secrets)
+        checks = Checks(checkout, deps.sandbox, sandbox_config, state.config, run_id, tmp, cancel, deps.sandbox_slots)
+        chosen = _judged(state, judge(runs, checks, secrets=secrets, mirror=deps.save_trajectory), deps.settings)
         assert chosen.candidate.change is not None and chosen.result is not None
         diff = chosen.candidate.change.diff
         _check_cancel(cancel)
@@ -187,6 +188,26 @@ def _work(state: RunState, deps: PipelineDeps, resolved: RunConfig) -> None:
         gh, state.published.pr, messages, run=state.run, exit_status=chosen.result.exit_status, run_link=link
     )
     followup.answer(state.job, gh, run_id)
+
+
+def _judged(state: RunState, judgement: Judgement, settings: Settings) -> attempts.Attempt:
+    """What the run learns from the judgement (the one place RunState takes it): the attempt to publish, or the
+    job's ending raised (a stopped job's, before anything else is taken)."""
+    state.candidates = judgement.candidates
+    _check_cancel(state.cancel)
+    if state.count > 1:
+        links = {run.candidate.index: run_link(settings, run.candidate.run_id) if run.trajectory else None
+                 for run in judgement.attempts}  # fmt: skip
+        state.table = attempts_table(judgement.choice, judgement.candidates, links)
+    state.run["exit_status"], state.wip = judgement.exit_status, judgement.wip
+    chosen = judgement.chosen
+    if chosen is None:
+        state.result = judgement.attempts[0].result if state.count == 1 else None
+        state.paths = list(judgement.refused)
+        assert judgement.failure is not None
+        raise judgement.failure
+    state.result, state.test, state.link_run_id = chosen.result, judgement.test, chosen.candidate.run_id
+    return chosen
 
 
 def _push(
@@ -247,52 +268,6 @@ def _task(state: RunState, issue: Issue, checkout: Path) -> str:
     if extra := guidance(state.config, checkout):
         task = f"{task}\n\n{extra}"
     return task
-
-
-def _plan(state: RunState, deps: PipelineDeps, resolved: RunConfig) -> attempts.AttemptPlan:
-    """What the job's attempts share: sandbox, agent, model, budgets, slots, trajectory places, progress."""
-    settings = deps.settings
-    budget = JobBudget(
-        tokens=settings.max_tokens, seconds=settings.max_wall_time, cancel=state.cancel, clock=deps.clock
-    )
-    return attempts.AttemptPlan(
-        count=state.count,
-        run_id=state.run["run_id"],
-        factory=deps.sandbox,
-        sandbox_config=resolved.sandbox,
-        agent=state.agent,
-        model=state.model,
-        make_model=deps.model,
-        config=state.config,
-        networked=resolved.setup_network,
-        max_export_bytes=resolved.max_export_bytes,
-        caps=resolved.caps,
-        trajectory_path=lambda run_id: settings.data_dir / "runs" / run_id / "trajectory.json",
-        meta={
-            "repo": state.job.repo,
-            "issue": state.number,
-            "job_id": state.job.id,
-            "training": state.config.training,
-            "model": state.model.model_name,
-            "profile": state.agent.profile,
-        },
-        budget=budget,
-        slots=deps.sandbox_slots or SandboxSlots(0),
-        mirror=deps.save_trajectory,
-        on_step=partial(_on_step, state.status),
-        on_end=state.status.ended if state.count > 1 else lambda _attempt, _how: None,
-    )
-
-
-def _on_step(status: StatusComment, attempt: int, event: StepEvent) -> None:
-    status.progress(
-        attempt=attempt,
-        step=event.step,
-        limit=event.step_limit,
-        command=event.command,
-        tokens=event.prompt_tokens + event.completion_tokens,
-        elapsed=event.elapsed_seconds,
-    )
 
 
 def _check_cancel(cancel: threading.Event) -> None:

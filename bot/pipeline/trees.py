@@ -62,3 +62,14 @@ def _inside(root: Path, path: Path) -> bool:
 def _literal(path: str) -> str:
     """A path as a `git apply --include` pattern that matches only itself."""
     return "".join("\\" + ch if ch in _GLOB_SPECIALS else ch for ch in path)
+
+
+def files(root: Path) -> set[str]:
+    """Every non-directory entry under `root` (links included, not followed), `.git` left out."""
+    found: set[str] = set()
+    for here, dirs, files in os.walk(root):
+        dirs[:] = [d for d in dirs if not (here == str(root) and d == ".git")]
+        rel = os.path.relpath(here, root)
+        found.update(name if rel == "." else os.path.join(rel, name) for name in files)
+        found.update(os.path.join(rel, d) if rel != "." else d for d in dirs if os.path.islink(os.path.join(here, d)))
+    return found

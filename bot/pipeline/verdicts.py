@@ -1,12 +1,12 @@
-"""What the App concludes about a job's attempts: refusals, how a job with none to propose ends, the verdicts
-written into each attempt's trajectory."""
+"""What the App concludes about a job's attempts (for `judge.py`): the partial work to publish, how a job with none
+to propose ends, the verdicts written into each attempt's trajectory. Nothing here changes the attempts given."""
 
 from __future__ import annotations
 
 import json
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +16,7 @@ from bot import metrics
 from bot.jobs import Outcome
 from bot.pipeline import exits
 from bot.pipeline.attempts import Attempt
-from bot.pipeline.candidates import Candidate, Choice, refusals
+from bot.pipeline.candidates import Choice, refusals
 from bot.pipeline.errors import RunFailed
 from bot.repo_config.schema import RepoConfig
 from bot.trajectory import redact, write_atomic
@@ -24,23 +24,17 @@ from bot.trajectory import redact, write_atomic
 log = structlog.get_logger(__name__)
 
 
-def refuse(candidate: Candidate, config: RepoConfig, secrets: list[str]) -> None:
-    """Fill `candidate.refused` (protected paths, links, a worker's secret in the diff); never raises."""
-    if candidate.change is not None:
-        candidate.refused = refusals(candidate.change, config, secrets)
-
-
 def partial_work(runs: list[Attempt], config: RepoConfig, secrets: list[str]) -> Attempt | None:
     """The first attempt a step, token or time limit ended with a non-empty change that passes the protected-path,
-    link and secret checks; its change becomes the one to publish (as work in progress). None when there is none."""
+        link and secret checks, as a copy whose change is that partial one (to publish as work in progress); None when
+    there is none."""
     for run in runs:
         candidate, result = run.candidate, run.result
         if candidate.partial is None or not candidate.partial.diff.strip() or result is None:
             continue
         if not exits.limit_ended(result.exit_status) or refusals(candidate.partial, config, secrets):
             continue
-        candidate.change = candidate.partial
-        return run
+        return replace(run, candidate=replace(candidate, change=candidate.partial))
     return None
 
 
@@ -49,19 +43,19 @@ def _ending(attempt: Attempt) -> Outcome:
     return outcome if outcome is not None else Outcome.PROTECTED_PATHS  # a change, but refused
 
 
-def none_acceptable(runs: list[Attempt], paths: list[str]) -> RunFailed:
+def none_acceptable(runs: list[Attempt]) -> tuple[RunFailed, list[str]]:
     """How a job ends when no attempt may be proposed: the one ending every attempt shares (a single attempt's
-    own, as before there were several; `paths` gets the refused paths), else `no_acceptable_attempt`."""
+    own, as before there were several), else `no_acceptable_attempt`; and the refused paths when refusal is it."""
     endings = Counter(_ending(run) for run in runs)
     if len(endings) > 1:
         how = ", ".join(f"{n} {ending}" for ending, n in sorted(endings.items()))
-        return RunFailed(Outcome.NO_ACCEPTABLE_ATTEMPT, f"none of the {len(runs)} attempts can be proposed: {how}")
+        return RunFailed(Outcome.NO_ACCEPTABLE_ATTEMPT, f"none of the {len(runs)} attempts can be proposed: {how}"), []
     [ending] = endings
     if ending == Outcome.PROTECTED_PATHS:
-        paths[:] = list(dict.fromkeys(path for run in runs for path in run.candidate.refused))
-        return RunFailed(ending, ", ".join(paths))
+        paths = list(dict.fromkeys(path for run in runs for path in run.candidate.refused))
+        return RunFailed(ending, ", ".join(paths)), paths
     details = [run.failure.detail for run in runs if run.failure is not None and run.failure.detail]
-    return RunFailed(ending, "; ".join(dict.fromkeys(details)))
+    return RunFailed(ending, "; ".join(dict.fromkeys(details))), []
 
 
 def record_verdicts(

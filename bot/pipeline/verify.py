@@ -1,4 +1,4 @@
-"""The App's own check of every attempt, in fresh sandboxes the agent never touched.
+"""The App's own check of every attempt, in fresh sandboxes the agent never touched; verdicts are returned.
 
 For each acceptable candidate: its reproduction test (its new or changed test files) must fail on the base commit
 and pass with its whole change; the repository's `test` command runs on its change; and every other attempt's valid
@@ -8,10 +8,9 @@ On the worker alone, from the same trees: which existing tests its change drops 
 Sandboxes per candidate: one for the base commit + its test files only (nothing else has run there, so no state
 left by another run can change the verdict); one for its whole change (its reproduction first, then `test`); and,
 when other attempts have valid reproductions, one more with those test files laid over its change (a second one
-only where two of them name the same path). Each sandbox is made as an attempt's was: the base commit copied in
-and the repository's setup run on it (with the attempts' network, cut when setup ends), and only then the tree
-to check laid over it. Setup never runs agent-written code, and a repository whose setup needs the network gets
-its tests run as it would in an attempt.
+only where two of them name the same path). Each is made as an attempt's was: the base commit copied in, the
+repository's setup run on it (with the attempts' network, cut when setup ends), then the tree laid over it, so
+setup never runs agent-written code.
 
 The candidates are checked at once, each in its own thread (its own checks one after another, then, once every
 candidate's reproduction is known, the cross-checks at once again). Every sandbox takes one of the worker's slots
@@ -22,7 +21,6 @@ waits for a slot while holding one. A check that crashes ends that candidate's v
 from __future__ import annotations
 
 import contextvars
-import os
 import shlex
 import shutil
 import tempfile
@@ -36,7 +34,7 @@ from typing import Any
 import structlog
 
 from bot.pipeline import dropped, missing, reproduce, trees
-from bot.pipeline.candidates import Candidate, Reproduction
+from bot.pipeline.candidates import Candidate, DroppedTests, Reproduction, Verdict
 from bot.pipeline.capacity import SandboxSlots
 from bot.pipeline.errors import GitError, RunFailed, SetupFailed
 from bot.pipeline.execute import OUTPUT_TAIL, TEST_TIMEOUT, closed_on_cancel, run_test
@@ -50,17 +48,25 @@ log = structlog.get_logger(__name__)
 
 @dataclass
 class _Built:
-    """A candidate's trees on the worker, and its reproduction test files."""
+    """A candidate's trees on the worker, its reproduction test files, and its verdict as the checks find it."""
 
     candidate: Candidate
-    after: Path  # base commit + its whole change
-    files: list[str]  # its new or changed test files
+    after: Path | None  # base commit + its whole change; None: the change did not apply
+    files: list[str] = field(default_factory=list)  # its new or changed test files
     runnable: list[str] = field(default_factory=list)  # the ones the reproduce command is given
+    test: dict[str, Any] | None = None
+    reproduction: Reproduction | None = None
+    dropped: DroppedTests | None = None
+    cross: dict[int, bool] = field(default_factory=dict)
 
     @property
     def valid(self) -> bool:
         """Its reproduction failed before and passed after."""
-        return self.candidate.reproduction is not None and self.candidate.reproduction.valid
+        return self.reproduction is not None and self.reproduction.valid
+
+    def verdict(self) -> Verdict:
+        """What the checks found, frozen."""
+        return Verdict(test=self.test, reproduction=self.reproduction, dropped=self.dropped, cross=dict(self.cross))
 
 
 def verify(
@@ -74,15 +80,17 @@ def verify(
     workdir: Path,
     cancel: threading.Event,
     slots: SandboxSlots | None = None,
-) -> None:
-    """Fill each acceptable candidate's `test`, `reproduction` and `cross`, in fresh sandboxes, the candidates at
-    once within `slots` (None: no bound); never raises for a candidate's problem: its `detail` or `test` says
-    what went wrong."""
+) -> dict[int, Verdict]:
+    """Each acceptable candidate's verdict (`test`, `reproduction`, `dropped`, `cross`) by attempt index, from fresh
+    sandboxes, the candidates at once within `slots` (None: no bound); never raises for a candidate's problem: its
+    `detail` or `test` says what went wrong."""
     with tempfile.TemporaryDirectory(prefix="verify-", dir=workdir) as tmp:
         bench = _Bench(checkout, factory, sandbox_config, repo, run_id, Path(tmp), cancel, slots or SandboxSlots(0))
-        built = [b for c in candidates if c.acceptable and (b := bench.build(c)) is not None]
-        _each(built, bench.own, bench.crashed)
-        _each(built, lambda b: bench.cross(b, [o for o in built if o is not b and o.valid]), _log_crash)
+        built = [bench.build(c) for c in candidates if c.acceptable]
+        ready = [b for b in built if b.after is not None]
+        _each(ready, bench.own, bench.crashed)
+        _each(ready, lambda b: bench.cross(b, [o for o in ready if o is not b and o.valid]), _log_crash)
+    return {b.candidate.index: b.verdict() for b in built}
 
 
 def _each(built: list[_Built], check: Callable[[_Built], None], crashed: Callable[[_Built, Exception], None]) -> None:
@@ -114,8 +122,9 @@ class _Bench:
     cancel: threading.Event
     slots: SandboxSlots  # the worker's; each sandbox here holds one while it lives
 
-    def build(self, c: Candidate) -> _Built | None:
-        """The candidate's after-tree and test files; None (with the reason recorded) when its change won't apply."""
+    def build(self, c: Candidate) -> _Built:
+        """The candidate's after-tree and test files; with no tree (the reason recorded) when its change won't
+        apply."""
         assert c.change is not None
         after = self.tmp / f"{c.index}-after"
         try:
@@ -123,19 +132,20 @@ class _Bench:
             trees.apply(after, c.change.diff)
         except GitError as exc:
             why = f"its change could not be applied to the base commit on the worker: {exc}"
-            c.reproduction = Reproduction(files=[], detail=why)
-            c.test = self._not_run(why)
-            return None
+            return _Built(c, None, reproduction=Reproduction(files=[], detail=why), test=self._not_run(why))
         files = reproduce.test_files(c.change.paths, self.repo.test_paths, lambda p: trees.present(after, p))
+        built = _Built(c, after, files, reproduce.runnable(self.repo, files))
         try:
-            c.dropped = dropped.dropped_tests(self.checkout, after, c.change.paths, self.repo.test_paths, self.cancel)
+            built.dropped = dropped.dropped_tests(
+                self.checkout, after, c.change.paths, self.repo.test_paths, self.cancel
+            )
         except (GitError, OSError):
             log.warning("dropped_tests_not_checked", attempt=c.index, exc_info=True)
-        return _Built(c, after, files, reproduce.runnable(self.repo, files))
+        return built
 
     def own(self, b: _Built) -> None:
         """Its reproduction on the base commit (must fail) and with its change (must pass), and `test`."""
-        rep = b.candidate.reproduction = Reproduction(files=b.files)
+        rep = b.reproduction = Reproduction(files=b.files)
         template, why = reproduce.template(self.repo)
         if not b.files:
             rep.detail = "it added or changed no test file (`test_paths`), so there is no reproduction test"
@@ -170,7 +180,6 @@ class _Bench:
         shutil.rmtree(tree, ignore_errors=True)
 
     def _after(self, b: _Built, rep: Reproduction) -> None:
-        c = b.candidate
         if not self.repo.test and rep.fails_before is not True:
             return  # nothing to learn from the change's own sandbox
 
@@ -178,13 +187,14 @@ class _Bench:
             if rep.fails_before is True:
                 rep.passes_after, rep.after, _ = _check(sandbox, rep.command)
             if self.repo.test:
-                c.test = run_test(sandbox, self.repo.test)
+                b.test = run_test(sandbox, self.repo.test)
 
-        failed = self._session(b.after, f"{c.index}-after", run)
+        assert b.after is not None
+        failed = self._session(b.after, f"{b.candidate.index}-after", run)
         if failed:
             rep.detail = rep.detail or failed
-            if self.repo.test and c.test is None:
-                c.test = self._not_run(failed)
+            if self.repo.test and b.test is None:
+                b.test = self._not_run(failed)
 
     def cross(self, b: _Built, others: list[_Built]) -> None:
         """Every other valid reproduction, run on this candidate's change (`cross[other index]`)."""
@@ -193,9 +203,11 @@ class _Bench:
             return
         for n, layer in enumerate(_layers(others)):
             tree = self.tmp / f"{b.candidate.index}-cross-{n}"
+            assert b.after is not None
             try:
                 shutil.copytree(b.after, tree, symlinks=True)
                 for other in layer:
+                    assert other.after is not None
                     trees.overlay(other.after, tree, other.files)
             except OSError:
                 continue  # no verdict: this candidate simply gets no cross credit for this layer
@@ -203,7 +215,7 @@ class _Bench:
             def run(sandbox: Sandbox, layer: list[_Built] = layer) -> None:
                 for other in layer:
                     passed, _, _ = _check(sandbox, reproduce.command(template, other.runnable))
-                    b.candidate.cross[other.candidate.index] = passed
+                    b.cross[other.candidate.index] = passed
 
             self._session(tree, f"{b.candidate.index}-cross-{n}", run)
             shutil.rmtree(tree, ignore_errors=True)
@@ -211,11 +223,11 @@ class _Bench:
     def crashed(self, b: _Built, exc: Exception) -> None:
         """A bug while checking this candidate: said in its reproduction and `test`, the others unaffected."""
         _log_crash(b, exc)
-        c, why = b.candidate, f"its verification crashed: {type(exc).__name__}: {exc}"
-        c.reproduction = c.reproduction or Reproduction(files=b.files)
-        c.reproduction.detail = STOPPED if self.cancel.is_set() else why
-        if self.repo.test and c.test is None:
-            c.test = self._not_run(why)
+        why = f"its verification crashed: {type(exc).__name__}: {exc}"
+        b.reproduction = b.reproduction or Reproduction(files=b.files)
+        b.reproduction.detail = STOPPED if self.cancel.is_set() else why
+        if self.repo.test and b.test is None:
+            b.test = self._not_run(why)
 
     def _session(self, tree: Path, what: str, body: Callable[[Sandbox], None]) -> str:
         """Run `body` in a fresh sandbox holding `tree` (setup run), holding one slot; '' or why it could not
@@ -247,23 +259,12 @@ def _lay_over(sandbox: Sandbox, base: Path, tree: Path) -> None:
     """Make the sandbox's base checkout (setup's output kept) hold `tree`: its files copied over, the files it
     deleted removed (the list from the worker's own walk of both trees)."""
     sandbox.copy_in(tree)
-    gone = sorted(_files(base) - _files(tree))
+    gone = sorted(trees.files(base) - trees.files(tree))
     for start in range(0, len(gone), 200):
         names = " ".join(shlex.quote(path) for path in gone[start : start + 200])
         result = sandbox.run_check(f"rm -f -- {names}", timeout=TEST_TIMEOUT)
         if result.returncode != 0:
             raise SandboxError(f"could not remove the files the change deletes: {result.output[-OUTPUT_TAIL:]}")
-
-
-def _files(root: Path) -> set[str]:
-    """Every non-directory entry under `root` (links included, not followed), `.git` left out."""
-    found: set[str] = set()
-    for here, dirs, files in os.walk(root):
-        dirs[:] = [d for d in dirs if not (here == str(root) and d == ".git")]
-        rel = os.path.relpath(here, root)
-        found.update(name if rel == "." else os.path.join(rel, name) for name in files)
-        found.update(os.path.join(rel, d) if rel != "." else d for d in dirs if os.path.islink(os.path.join(here, d)))
-    return found
 
 
 def _check(sandbox: Sandbox, command: str) -> tuple[bool, str, int]:

@@ -32,7 +32,7 @@ def test_reproductions_and_cross_validation_in_fresh_sandboxes(
         started.append(run_id)
         return DockerSandbox.start(config, run_id, client=docker_client, labels={"mini-fix.test": "verify"})
 
-    verify(
+    verdicts = verify(
         [good, claimed, unfixed],
         checkout=base,
         factory=factory,
@@ -42,6 +42,7 @@ def test_reproductions_and_cross_validation_in_fresh_sandboxes(
         workdir=tmp_path,
         cancel=threading.Event(),
     )
+    good, claimed, unfixed = (c.judged(verdicts.get(c.index)) for c in (good, claimed, unfixed))
     assert good.reproduction is not None and good.reproduction.valid
     assert "AssertionError: -1 != 5" in good.reproduction.before
     assert claimed.reproduction is not None and claimed.reproduction.fails_before is False

@@ -6,7 +6,8 @@ from typing import Any
 
 from bot.pipeline.candidates import Candidate, DroppedTests, Reproduction
 from bot.pipeline.change import Change
-from bot.pipeline.choose import attempts_table, choose, dropped_notes, evidence, reproductions_passed
+from bot.pipeline.choose import choose, reproductions_passed
+from bot.pipeline.prtext import attempts_table, dropped_notes, evidence
 
 
 def _diff(lines: int, path: str = "pkg/mod.py") -> Change:

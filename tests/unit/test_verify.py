@@ -93,8 +93,9 @@ class Blocking(FakeSandbox):
         super().close()
 
 
-def _verify(cands: list[Candidate], base: Path, factory: Any, repo: RepoConfig, **kw: Any) -> None:
-    verify(
+def _verify(cands: list[Candidate], base: Path, factory: Any, repo: RepoConfig, **kw: Any) -> list[Candidate]:
+    """The candidates as judged: copies with verify's verdicts (verify itself leaves them as they were)."""
+    verdicts = verify(
         cands,
         checkout=base,
         factory=factory,
@@ -105,6 +106,7 @@ def _verify(cands: list[Candidate], base: Path, factory: Any, repo: RepoConfig, 
         cancel=kw.pop("cancel", threading.Event()),
         slots=kw.pop("slots", None),
     )
+    return [c.judged(verdicts.get(c.index)) for c in cands]
 
 
 def _three(where: Path) -> tuple[Path, list[Candidate]]:
@@ -134,7 +136,7 @@ def test_valid_claimed_and_broken_reproductions_and_cross_validation(base: Path)
     claimed = candidate(base, 2, FIX, CLAIM)
     unfixed = candidate(base, 3, REPRO)
     factory = Factory()
-    _verify([good, claimed, unfixed], base, factory, RepoConfig(test=REPO_TEST))
+    good, claimed, unfixed = _verify([good, claimed, unfixed], base, factory, RepoConfig(test=REPO_TEST))
 
     assert good.reproduction is not None and good.reproduction.valid and good.reproduction.detail == ""
     assert good.reproduction.command == "python3 -m unittest tests/test_add.py"
@@ -163,8 +165,8 @@ def test_a_deleted_test_is_no_reproduction_and_no_test_command_means_no_check(ba
     deleting = candidate(base, 1, FIX, ("tests/test_ops.py", None))
     no_command = candidate(base, 2, FIX, REPRO)
     factory = Factory()
-    _verify([deleting], base, factory, RepoConfig(test=REPO_TEST))
-    _verify([no_command], base, factory, RepoConfig(test="make check"))
+    [deleting] = _verify([deleting], base, factory, RepoConfig(test=REPO_TEST))
+    [no_command] = _verify([no_command], base, factory, RepoConfig(test="make check"))
     assert deleting.reproduction is not None and deleting.reproduction.files == []
     assert "no test file" in deleting.reproduction.detail and deleting.test is not None
     assert no_command.reproduction is not None and no_command.reproduction.files == ["tests/test_add.py"]
@@ -185,7 +187,7 @@ def test_a_change_that_does_not_apply_is_reported_not_raised(base: Path) -> None
     )
     skipped = Candidate(index=2, run_id="s", exit_status="LimitsExceeded")
     factory = Factory()
-    _verify([bogus, skipped], base, factory, RepoConfig(test=REPO_TEST))
+    bogus, skipped = _verify([bogus, skipped], base, factory, RepoConfig(test=REPO_TEST))
     assert bogus.reproduction is not None and "could not be applied to the base commit" in bogus.reproduction.detail
     assert bogus.test is not None and bogus.test["passed"] is False and bogus.test["returncode"] == -1
     assert skipped.reproduction is None and skipped.test is None and factory.started == {}
@@ -196,7 +198,7 @@ def test_a_sandbox_that_fails_is_a_detail_and_a_cancelled_verification_starts_no
         raise SandboxError("engine unavailable")
 
     failing = candidate(base, 1, FIX, REPRO)
-    verify(
+    verdicts = verify(
         [failing],
         checkout=base,
         factory=broken,
@@ -206,6 +208,7 @@ def test_a_sandbox_that_fails_is_a_detail_and_a_cancelled_verification_starts_no
         workdir=base.parent,
         cancel=threading.Event(),
     )
+    failing = failing.judged(verdicts[1])
     assert failing.reproduction is not None and failing.reproduction.fails_before is None
     assert "engine unavailable" in failing.reproduction.detail and failing.test is not None
     assert failing.test["returncode"] == -1
@@ -213,7 +216,7 @@ def test_a_sandbox_that_fails_is_a_detail_and_a_cancelled_verification_starts_no
     stopped = candidate(base, 2, FIX, REPRO)
     cancel, factory = threading.Event(), Factory()
     cancel.set()
-    _verify([stopped], base, factory, RepoConfig(test=REPO_TEST), cancel=cancel)
+    [stopped] = _verify([stopped], base, factory, RepoConfig(test=REPO_TEST), cancel=cancel)
     assert stopped.reproduction is not None and stopped.reproduction.detail == STOPPED and factory.started == {}
 
 
@@ -226,7 +229,7 @@ def test_setup_runs_on_the_base_commit_with_the_attempts_network_then_the_tree_i
     repo = RepoConfig(
         test="test ! -e tests/test_ops.py && grep -q 'a - b' setup-saw.txt", setup=["cp calc/ops.py setup-saw.txt"]
     )
-    _verify([deleting], base, factory, repo, sandbox_config=networked)
+    [deleting] = _verify([deleting], base, factory, repo, sandbox_config=networked)
 
     assert all(c.network and c.setup_hosts == ["pypi.org"] for c in factory.configs)
     assert sorted(factory.disconnected) == sorted(factory.started)  # cut after setup, in every sandbox
@@ -237,12 +240,12 @@ def test_setup_runs_on_the_base_commit_with_the_attempts_network_then_the_tree_i
 def test_candidates_are_checked_at_once_within_the_slots_with_the_same_verdicts(tmp_path: Path) -> None:
     one_base, one_by_one = _three(tmp_path / "one")
     sequential = Concurrent()
-    _verify(one_by_one, one_base, sequential, RepoConfig(test=REPO_TEST), slots=SandboxSlots(1))
+    one_by_one = _verify(one_by_one, one_base, sequential, RepoConfig(test=REPO_TEST), slots=SandboxSlots(1))
     assert sequential.peak == 1
 
     base, at_once = _three(tmp_path / "two")
     slots, factory = SandboxSlots(2), Concurrent(meet=2)
-    _verify(at_once, base, factory, RepoConfig(test=REPO_TEST), slots=slots)
+    at_once = _verify(at_once, base, factory, RepoConfig(test=REPO_TEST), slots=slots)
 
     assert factory.peak == 2  # two candidates' sandboxes at once, never more than the worker's slots
     assert len(factory.started) == 8 and all(s.closed for s in factory.started.values())
@@ -263,7 +266,7 @@ def test_a_check_that_crashes_ends_only_its_own_candidate(base: Path) -> None:
             raise RuntimeError("a bug")
         return factory(config, run_id)
 
-    _verify([good, claimed], base, crashing, RepoConfig(test=REPO_TEST))
+    good, claimed = _verify([good, claimed], base, crashing, RepoConfig(test=REPO_TEST))
     assert good.reproduction is not None and not good.reproduction.valid
     assert good.reproduction.detail == "its verification crashed: RuntimeError: a bug"
     assert good.test is not None and good.test["returncode"] == -1
@@ -280,10 +283,11 @@ def test_a_stop_ends_the_checks_running_and_those_waiting_for_a_slot(tmp_path: P
         started.append(sandbox := Blocking(running))
         return sandbox
 
+    judged: list[Candidate] = []
     job = threading.Thread(
-        target=_verify,
-        args=(cands, base, blocking, RepoConfig(test=REPO_TEST)),
-        kwargs={"cancel": cancel, "slots": slots},
+        target=lambda: judged.extend(
+            _verify(cands, base, blocking, RepoConfig(test=REPO_TEST), cancel=cancel, slots=slots)
+        )
     )
     job.start()
     assert running.acquire(timeout=30) and running.acquire(timeout=30)  # two checks running, the third waits
@@ -291,6 +295,7 @@ def test_a_stop_ends_the_checks_running_and_those_waiting_for_a_slot(tmp_path: P
     job.join(30)
     assert not job.is_alive()
     assert len(started) == 2 and all(s.closed for s in started)  # nothing started after the stop
+    cands = judged
     assert [c.reproduction.detail if c.reproduction else None for c in cands] == [STOPPED] * 3
     assert slots.try_take() and slots.try_take()
 
@@ -299,7 +304,7 @@ def test_the_tests_a_change_drops_are_found_in_the_workers_own_trees(base: Path)
     # The real 1.5B's calc attempt: its reproduction was written over tests/test_ops.py, and MulTest was gone.
     rewriting = candidate(base, 1, FIX, ("tests/test_ops.py", REPRO[1]))
     keeping = candidate(base, 2, FIX, REPRO)
-    _verify([rewriting, keeping], base, Factory(), RepoConfig(test=REPO_TEST))
+    rewriting, keeping = _verify([rewriting, keeping], base, Factory(), RepoConfig(test=REPO_TEST))
     assert rewriting.dropped == DroppedTests(tests=["tests/test_ops.py::MulTest::test_mul"])
     assert keeping.dropped == DroppedTests()
     assert rewriting.reproduction is not None and rewriting.reproduction.valid  # as good by every other count
@@ -310,7 +315,7 @@ def test_a_missing_tool_is_no_fails_before_and_no_failing_test(base: Path) -> No
     # exit 127 in the reproduction or the test command: the image lacks the tool, no test ran.
     c = candidate(base, 1, FIX, REPRO)
     missing = "no-such-tool-mini-fix"
-    _verify([c], base, Factory(), RepoConfig(test=f"{missing} test", reproduce=f"{missing} run"))
+    [c] = _verify([c], base, Factory(), RepoConfig(test=f"{missing} test", reproduce=f"{missing} run"))
     assert c.reproduction is not None and c.reproduction.fails_before is None
     assert not c.reproduction.valid and f"`{missing}` is not found in the sandbox image" in c.reproduction.detail
     assert c.test is not None and c.test["passed"] is False and c.test["missing_tool"] == missing

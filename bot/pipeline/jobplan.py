@@ -1,0 +1,60 @@
+"""The App's plan for one job's attempts: what they share, for the engine (`attempts.py`)."""
+
+from __future__ import annotations
+
+from functools import partial
+
+from bot.agent.loop import StepEvent
+from bot.pipeline import attempts
+from bot.pipeline.capacity import JobBudget, SandboxSlots
+from bot.pipeline.deps import PipelineDeps
+from bot.pipeline.runconfig import RunConfig
+from bot.pipeline.state import RunState
+from bot.pipeline.status import StatusComment
+
+
+def plan_for(state: RunState, deps: PipelineDeps, resolved: RunConfig) -> attempts.AttemptPlan:
+    """What the job's attempts share: sandbox, agent, model, budgets, slots, trajectory places, progress."""
+    settings = deps.settings
+    budget = JobBudget(
+        tokens=settings.max_tokens, seconds=settings.max_wall_time, cancel=state.cancel, clock=deps.clock
+    )
+    return attempts.AttemptPlan(
+        count=state.count,
+        run_id=state.run["run_id"],
+        factory=deps.sandbox,
+        sandbox_config=resolved.sandbox,
+        agent=state.agent,
+        model=state.model,
+        make_model=deps.model,
+        config=state.config,
+        networked=resolved.setup_network,
+        max_export_bytes=resolved.max_export_bytes,
+        caps=resolved.caps,
+        trajectory_path=lambda run_id: settings.data_dir / "runs" / run_id / "trajectory.json",
+        meta={
+            "repo": state.job.repo,
+            "issue": state.number,
+            "job_id": state.job.id,
+            "training": state.config.training,
+            "model": state.model.model_name,
+            "profile": state.agent.profile,
+        },
+        budget=budget,
+        slots=deps.sandbox_slots or SandboxSlots(0),
+        mirror=deps.save_trajectory,
+        on_step=partial(on_step, state.status),
+        on_end=state.status.ended if state.count > 1 else lambda _attempt, _how: None,
+    )
+
+
+def on_step(status: StatusComment, attempt: int, event: StepEvent) -> None:
+    """An attempt's step, shown in the status comment."""
+    status.progress(
+        attempt=attempt,
+        step=event.step,
+        limit=event.step_limit,
+        command=event.command,
+        tokens=event.prompt_tokens + event.completion_tokens,
+        elapsed=event.elapsed_seconds,
+    )

@@ -1,0 +1,59 @@
+"""The engine's own bounds: `Turns` (at most K of a job's attempts, in order) and containers removed on a crash."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+from bot.agent.config import ModelConfig, load_config
+from bot.agent.model_base import Model
+from bot.jobs import Outcome
+from bot.pipeline.attempts import AttemptPlan, started
+from bot.pipeline.capacity import JobBudget, Turns
+from bot.repo_config.schema import RepoConfig
+from sandbox.base import SandboxConfig
+from tests.support.fake_sandbox import FakeSandbox
+
+
+def test_turns_admit_attempts_in_order_and_at_most_the_limit() -> None:
+    turns, stop, got = Turns(2), threading.Event(), []
+    third = threading.Thread(target=lambda: got.append(turns.take(3, stop)))
+    third.start()
+    assert turns.take(1, stop) and turns.take(2, stop)
+    third.join(1.0)
+    assert third.is_alive() and got == []  # two running: the third waits for one to end
+    turns.give()
+    third.join(30)
+    assert got == [True]
+    stop.set()
+    assert not turns.take(4, stop)  # a stopped job starts nothing more
+    assert Turns(0).take(7, threading.Event())  # no bound: no order either
+
+
+def test_a_model_factory_that_raises_ends_the_attempt_and_removes_its_container(tmp_path: Path) -> None:
+    sandbox = FakeSandbox()
+    config = load_config(None)
+
+    def boom(_config: ModelConfig) -> Model:
+        raise RuntimeError("no model")
+
+    plan = AttemptPlan(
+        count=1,
+        run_id="r",
+        factory=lambda _config, _run_id: sandbox,
+        sandbox_config=SandboxConfig(),
+        agent=config,
+        model=config.model,
+        make_model=boom,
+        config=RepoConfig(),
+        networked=False,
+        max_export_bytes=1 << 20,
+        trajectory_path=lambda run_id: tmp_path / run_id / "trajectory.json",
+        meta={},
+        budget=JobBudget(tokens=0, seconds=0, cancel=threading.Event()),
+    )
+    (tmp_path / "checkout").mkdir()
+    with started(plan) as attempts:
+        [attempt] = attempts.run("fix it", tmp_path / "checkout", tmp_path, secrets=[])
+    assert attempt.failure is not None and attempt.failure.outcome == Outcome.AGENT_CRASHED
+    assert "no model" in attempt.failure.detail and sandbox.closed and attempt.model_seconds == 0.0
