@@ -12,7 +12,7 @@ import tenacity
 
 from bot.agent.model_base import ModelReply
 from bot.github.gateway import BotIdentity
-from bot.jobs import JobKind, JobStatus
+from bot.jobs import JobDetails, JobKind, JobStatus
 from bot.pipeline import gitops
 from tests.support.fake_github import FakeGitHub
 from tests.support.scripted_model import ScriptedModel, bash
@@ -109,7 +109,7 @@ def test_a_branch_moved_during_the_run_is_not_overwritten(github: FakeGitHub, tm
 def test_retry_fresh_starts_over_from_the_default_branch(github: FakeGitHub, tmp_path: Path) -> None:
     world = World(github, tmp_path, [FIX, bash(SUBMIT), bash("echo '# v2' >> calc.py"), bash(SUBMIT)])
     _first_run(world)
-    outcome = world.run(kind=JobKind.RETRY, extra={"fresh": True})
+    outcome = world.run(kind=JobKind.RETRY, details=JobDetails(fresh=True))
     assert outcome.status == JobStatus.SUCCEEDED, outcome.error
     head = github.branch_head(REPO, BRANCH_OF.format(world.issue))
     assert head and _git(github, "rev-parse", f"{head}^").strip() == github.branch_head(REPO, "main")
