@@ -299,3 +299,4 @@ class PrEvent:
     by: str
     merged: bool = False
     review: str = ""  # one of REVIEW_STATES
+    review_id: int | None = None  # a review's GitHub id: one verdict per review, whatever GitHub redelivers

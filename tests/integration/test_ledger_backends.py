@@ -271,7 +271,10 @@ def test_pr_outcomes_accumulate_per_pull_request(ledger: Any) -> None:
     events = [
         PrEvent(77, "octo/widgets", 9, "human_push", "ada"),
         PrEvent(77, "octo/widgets", 9, "human_push", "ada"),
-        PrEvent(77, "octo/widgets", 9, "review", "bob", review="approved"),
+        PrEvent(77, "octo/widgets", 9, "review", "bob", review="approved", review_id=5),
+        PrEvent(77, "octo/widgets", 9, "review", "bob", review="approved", review_id=5),  # redelivered
+        PrEvent(77, "octo/widgets", 9, "review", "eve", review="changes_requested", review_id=6),
+        PrEvent(77, "octo/widgets", 11, "review", "bob", review="approved", review_id=7),  # not a job's PR
         PrEvent(77, "octo/widgets", 9, "closed", "bob", merged=True),
         PrEvent(77, "octo/widgets", 10, "closed", "bob"),
         PrEvent(77, "octo/widgets", 11, "closed", "eve"),  # no job of the ledger opened it: not recorded
@@ -282,6 +285,11 @@ def test_pr_outcomes_accumulate_per_pull_request(ledger: Any) -> None:
         ledger.finish(job.id, "w1", JobStatus.SUCCEEDED, pr_url=f"https://github.com/octo/widgets/pull/{pull}")
     for event in events:
         ledger.record_pr_event(event)
+    assert ledger.pr_outcomes()[("octo/widgets", 9)]["reviews"]["approved"] == 0  # reviews wait for their check
+    bob, eve = ledger.unchecked_reviews()
+    assert (bob.by, bob.review_id, eve.by) == ("bob", 5, "eve")
+    assert ledger.settle_review(bob, "write", counts=True) and ledger.settle_review(eve, "read", counts=False)
+    assert not ledger.settle_review(bob, "write", counts=True) and ledger.unchecked_reviews() == []
     outcomes = ledger.pr_outcomes()
     assert outcomes[("octo/widgets", 9)] == {
         "state": "merged",

@@ -209,6 +209,8 @@ def test_one_review_with_inline_comments_records_one_job(
     assert [a.json()["action"] for a in answers] == ["enqueue", "enqueue", "enqueue"]
     assert [a.json()["created"] for a in answers] == [True, False, False]
     assert sorted(j.kind for j in ledger.list()) == sorted([JobKind.FIX, JobKind.REVIEW])  # one review, one job
+    [verdict] = ledger.unchecked_reviews()  # one verdict too, counted once the worker finds a writer wrote it
+    assert ledger.settle_review(verdict, "write", counts=True)
     assert ledger.pr_outcomes()[(repo, 9)]["reviews"]["changes_requested"] == 1
 
 
