@@ -143,10 +143,10 @@ def test_transient_git_failures_are_retried_and_refusals_are_not(
     monkeypatch.setattr(gitops, "RETRY_WAIT", tenacity.wait_none())
     token = str(github.mint(7, {"repositories": ["widgets"]})["token"])
     url = f"{github.base_url}/{REPO}.git"
-    github.git_failures = [502]
+    github.faults.git(502)
     gitops.clone(url, token, tmp_path / "a", branch="main")
     assert [s for _, s in github.git_requests][:2] == [502, 200]
-    github.git_failures = [502] * gitops.REMOTE_ATTEMPTS
+    github.faults.git(*[502] * gitops.REMOTE_ATTEMPTS)
     try:
         gitops.clone(url, token, tmp_path / "b", branch="main")
     except gitops.GitError as exc:
@@ -154,7 +154,7 @@ def test_transient_git_failures_are_retried_and_refusals_are_not(
     else:
         raise AssertionError("a clone answered 502 every time succeeded")
     before = len(github.git_requests)
-    github.git_failures = [403]
+    github.faults.git(403)
     try:
         gitops.clone(url, token, tmp_path / "c", branch="main")
     except gitops.GitError as exc:
