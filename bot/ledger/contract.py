@@ -46,7 +46,16 @@ class Ledger(Protocol):
         ...
 
     def pr_outcomes(self) -> dict[tuple[str, int], dict[str, Any]]:
-        """Every recorded PR's outcome, by (repo, PR number)."""
+        """Every recorded PR's outcome, by (repo, PR number); reviews counted only once settled as a writer's."""
+        ...
+
+    def unchecked_reviews(self, limit: int = 50) -> builtins.list[PrEvent]:
+        """The oldest reviews of mini-fix's PRs whose author's permission is still to be asked (at most `limit`)."""
+        ...
+
+    def settle_review(self, review: PrEvent, permission: str, counts: bool) -> bool:
+        """Record the reviewer's permission ("" when GitHub could not say) and count the verdict when `counts`;
+        False when the review was settled already."""
         ...
 
     def installation_active(self, installation_id: int) -> bool:

@@ -2,6 +2,11 @@
 
 One row per (repository, PR) in the ledger's database, written by the webhook path (an upsert per event) and
 read by `mini-fix jobs`, /runs, the metrics and `mini-fix export`. The SQL here runs on SQLite and PostgreSQL.
+
+A review's verdict counts only when its author may write to the repository, which only GitHub can say: the webhook
+path (which asks GitHub nothing) keeps each review as an unchecked row of `pr_reviews`, one per review id, and a
+worker chore (`bot/worker/review_checks.py`) asks for the reviewer's permission and settles it; a writer's verdict then
+moves the PR's counter, in the same transaction as the settling, so two workers never count one review twice.
 """
 
 from __future__ import annotations
@@ -19,6 +24,13 @@ SCHEMA = (
     "approved INTEGER NOT NULL DEFAULT 0, changes_requested INTEGER NOT NULL DEFAULT 0, "
     "commented INTEGER NOT NULL DEFAULT 0, updated_at DOUBLE PRECISION NOT NULL, PRIMARY KEY (repo, pull))"
 )
+REVIEWS_SCHEMA = (
+    "CREATE TABLE IF NOT EXISTS pr_reviews (repo TEXT NOT NULL, review_id BIGINT NOT NULL, pull INTEGER NOT NULL, "
+    "installation_id BIGINT NOT NULL, reviewer TEXT NOT NULL, state TEXT NOT NULL, "
+    "created_at DOUBLE PRECISION NOT NULL, permission TEXT, counted INTEGER, PRIMARY KEY (repo, review_id))"
+)
+REVIEWS_INDEX = "CREATE INDEX IF NOT EXISTS pr_reviews_unchecked ON pr_reviews (created_at) WHERE counted IS NULL"
+SCHEMAS = (SCHEMA, REVIEWS_SCHEMA, REVIEWS_INDEX)
 _INSERT = "INSERT INTO pr_outcomes (repo, pull, state, merged, updated_at) VALUES (?, ?, ?, ?, ?) "
 _SET_STATE = "ON CONFLICT (repo, pull) DO UPDATE SET state = excluded.state, merged = excluded.merged, "
 _PULL_URL = re.compile(r"/pull/(\d+)/?$")
@@ -35,25 +47,62 @@ def is_ours(conn: Any, param: str, repo: str, pull: int) -> bool:
 
 
 def record(conn: Any, param: str, event: PrEvent) -> bool:
-    """Upsert the PR's row for one event (`param` is the driver's placeholder); False (nothing written) when the
-    PR is not one the ledger recorded for a job."""
+    """Upsert the PR's row for one event (`param` is the driver's placeholder), or keep a review to be checked;
+    False (nothing written) when the PR is not one the ledger recorded for a job, or a review has no id."""
     if not is_ours(conn, param, event.repo, event.pull):
         return False
     now = time.time()
+    if event.kind == "review":
+        return _keep_review(conn, param, event, now)
     if event.kind in ("closed", "reopened"):
         state = "closed" if event.kind == "closed" else "open"
         merged = int(event.kind == "closed" and event.merged)
         text = _INSERT + _SET_STATE + "updated_at = excluded.updated_at"
-        params: tuple[Any, ...] = (event.repo, event.pull, state, merged, now)
+        conn.execute(text.replace("?", param), (event.repo, event.pull, state, merged, now))
     else:
-        column = "human_pushes" if event.kind == "human_push" else REVIEW_COLUMNS[event.review]
-        text = (
-            f"INSERT INTO pr_outcomes (repo, pull, {column}, updated_at) VALUES (?, ?, 1, ?) "
-            f"ON CONFLICT (repo, pull) DO UPDATE SET {column} = pr_outcomes.{column} + 1, "
-            "updated_at = excluded.updated_at"
-        )
-        params = (event.repo, event.pull, now)
+        _add_one(conn, param, event.repo, event.pull, "human_pushes", now)
+    return True
+
+
+def _add_one(conn: Any, param: str, repo: str, pull: int, column: str, now: float) -> None:
+    text = (
+        f"INSERT INTO pr_outcomes (repo, pull, {column}, updated_at) VALUES (?, ?, 1, ?) "
+        f"ON CONFLICT (repo, pull) DO UPDATE SET {column} = pr_outcomes.{column} + 1, updated_at = excluded.updated_at"
+    )
+    conn.execute(text.replace("?", param), (repo, pull, now))
+
+
+def _keep_review(conn: Any, param: str, event: PrEvent, now: float) -> bool:
+    if event.review_id is None or event.review not in REVIEW_COLUMNS:
+        return False
+    text = (
+        "INSERT INTO pr_reviews (repo, review_id, pull, installation_id, reviewer, state, created_at) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (repo, review_id) DO NOTHING"  # a redelivery: already kept
+    )
+    params = (event.repo, event.review_id, event.pull, event.installation_id, event.by, event.review, now)
     conn.execute(text.replace("?", param), params)
+    return True
+
+
+def unchecked_reviews(conn: Any, param: str, limit: int) -> list[PrEvent]:
+    """The oldest reviews whose author's permission nobody asked GitHub for yet."""
+    text = (
+        "SELECT installation_id, repo, pull, reviewer, state, review_id FROM pr_reviews WHERE counted IS NULL "
+        "ORDER BY created_at, review_id LIMIT ?"
+    )
+    rows = conn.execute(text.replace("?", param), (limit,)).fetchall()
+    return [PrEvent(int(r[0]), r[1], int(r[2]), "review", r[3], review=r[4], review_id=int(r[5])) for r in rows]
+
+
+def settle_review(conn: Any, param: str, review: PrEvent, permission: str, counts: bool) -> bool:
+    """Record what GitHub said of the reviewer (`permission`, "" when asking failed) and, when `counts`, add the
+    verdict to the PR's counters; False when the review was settled already (by another worker) or is unknown."""
+    text = "UPDATE pr_reviews SET permission = ?, counted = ? WHERE repo = ? AND review_id = ? AND counted IS NULL"
+    settled = conn.execute(text.replace("?", param), (permission, int(counts), review.repo, review.review_id))
+    if settled.rowcount != 1:
+        return False
+    if counts:
+        _add_one(conn, param, review.repo, review.pull, REVIEW_COLUMNS[review.review], time.time())
     return True
 
 

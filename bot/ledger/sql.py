@@ -9,7 +9,7 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
 
-from bot.jobs import InstallationChange, Job, JobKind, JobRequest, JobStatus
+from bot.jobs import InstallationChange, Job, JobDetails, JobKind, JobRequest, JobStatus
 
 COLUMNS = (
     "id, kind, installation_id, repo, issue, requester, delivery_id, status, guidance, comment_id, attempts, "
@@ -72,7 +72,7 @@ def row_to_job(row: tuple[Any, ...]) -> Job:
      lease, worker, pr_url, run_id, error, created, updated, extra) = row  # fmt: skip
     return Job(
         id_, JobKind(kind), inst, repo, issue, requester, delivery, JobStatus(status), guidance, comment_id,
-        attempts, when(lease), worker, pr_url, run_id, error, when(created), when(updated), json.loads(extra),
+        attempts, when(lease), worker, pr_url, run_id, error, when(created), when(updated), JobDetails.from_json(extra),
     )  # fmt: skip
 
 
@@ -92,9 +92,9 @@ def issue_of_pull(d: Dialect, conn: Any, repo: str, pull: int) -> int | None:
 
 def on_issue(d: Dialect, conn: Any, req: JobRequest) -> JobRequest:
     """A request made on a PR moved to the issue whose job opened that PR (unchanged when unknown)."""
-    if not req.extra.get("on_pull_request") or (issue := issue_of_pull(d, conn, req.repo, req.issue)) is None:
+    if not req.details.on_pull_request or (issue := issue_of_pull(d, conn, req.repo, req.issue)) is None:
         return req
-    return replace(req, issue=issue, extra={**req.extra, "on_pull_request": False, "pull_request": req.issue})
+    return replace(req, issue=issue, details=replace(req.details, on_pull_request=False, pull_request=req.issue))
 
 
 def supersede(d: Dialect, conn: Any, req: JobRequest) -> Stopped:

@@ -117,6 +117,19 @@ class SqlLedger(Generic[C]):
         """Every recorded PR's outcome, by (repo, PR number)."""
         return pr_outcomes.load(self._conn())
 
+    def unchecked_reviews(self, limit: int = 50) -> builtins.list[PrEvent]:
+        """The oldest reviews of mini-fix's PRs whose author's permission is still to be asked (at most `limit`)."""
+        return self._on_conn(lambda conn: pr_outcomes.unchecked_reviews(conn, self.dialect.param, limit))
+
+    def settle_review(self, review: PrEvent, permission: str, counts: bool) -> bool:
+        """Record the reviewer's permission ("" when GitHub could not say) and count the verdict when `counts`;
+        False when the review was settled already."""
+
+        def op(conn: C) -> bool:
+            return pr_outcomes.settle_review(conn, self.dialect.param, review, permission, counts)
+
+        return bool(self._writer.submit(op).result())
+
     def installation_active(self, installation_id: int) -> bool:
         """False when the installation was deleted or is suspended."""
         return self._on_conn(lambda conn: self.installs.active(conn, installation_id))

@@ -17,7 +17,7 @@ from bot.render import render
 from bot.repo_config.load import ORG_REPO, ConfigError, LoadedConfig, Reader, load_repo_config
 from bot.repo_config.schema import RepoConfig
 from bot.settings import Settings
-from bot.webhooks.policy import QUEUE_FULL, queue_full_outcome
+from bot.webhooks.policy import queue_full_outcome
 
 AGENTS_FILE = "AGENTS.md"
 MAX_AGENTS_BYTES = 256 << 10
@@ -76,7 +76,7 @@ def admit(
     job: Job, gh: GitHubGateway, number: int, settings: Settings, read: Reader, remember_label: RememberLabel | None
 ) -> RepoConfig | JobOutcome:
     """The repository's config when the job may run; else the outcome, with at most one comment saying why."""
-    if job.extra.get(QUEUE_FULL):
+    if job.details.queue_full:
         gh.create_comment(
             number, render("config_comment.md", kind="queue_full", cap=settings.max_queued_per_installation)
         )
@@ -90,8 +90,8 @@ def admit(
     remember(loaded, job.repo, remember_label)
     config, source = loaded.config, (loaded.sources[:1] or ("",))[0]
     label = effective_label(settings, config)
-    if job.kind == JobKind.FIX and str(job.extra.get("label") or label).casefold() != label.casefold():
-        log.info("job_label_not_trigger", label=job.extra.get("label"), trigger=label)
+    if job.kind == JobKind.FIX and (job.details.label or label).casefold() != label.casefold():
+        log.info("job_label_not_trigger", label=job.details.label, trigger=label)
         return JobOutcome(JobStatus.CANCELLED, error=f"label is not this repository's trigger ({label!r})")
     if not config.enabled:
         gh.create_comment(number, render("config_comment.md", kind="disabled", source=source))

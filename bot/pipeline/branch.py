@@ -42,7 +42,7 @@ def plan_start(job: Job, repo: RepoInfo, number: int, token: gitops.Token) -> St
     """Retries and follow-ups build on the issue's branch when it exists (`--fresh`: from the default branch)."""
     branch = gitops.branch_name(number)
     lease = gitops.remote_head(repo.clone_url, token, branch) or gitops.NO_BRANCH
-    on_pr = job.kind.builds_on_pr and not job.extra.get("fresh") and lease != gitops.NO_BRANCH
+    on_pr = job.kind.builds_on_pr and not job.details.fresh and lease != gitops.NO_BRANCH
     return Start(branch, branch if on_pr else repo.default_branch, lease, on_pr, repo.default_branch)
 
 

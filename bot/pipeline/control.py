@@ -25,7 +25,7 @@ def run_control(job: Job, gh: GitHubGateway, number: int, stop_runs: StopRuns, l
     if job.comment_id:
         gh.add_reaction(number, "eyes", comment_id=job.comment_id)
     if job.kind == JobKind.HELP:
-        unknown = str(job.extra.get("unknown_command") or "")
+        unknown = job.details.unknown_command
         gh.create_comment(number, render("help_comment.md", requester=job.requester, unknown=unknown, label=label))
         return JobOutcome(JobStatus.SUCCEEDED)
     return _stop(job, gh, number, stop_runs)

@@ -73,7 +73,7 @@ def closed_on_cancel(sandbox: Sandbox, cancel: threading.Event, poll: float = 0.
 
 def issue_number(gh: GitHubGateway, job: Job) -> int:
     """The issue a job is about; a retry asked for on a PR names it in the PR body (`Fixes #N`)."""
-    if not job.extra.get("on_pull_request"):
+    if not job.details.on_pull_request:
         return job.issue
     match = _FIXES.search(gh.get_pr(job.issue).body)
     if match is None:

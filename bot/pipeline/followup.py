@@ -8,11 +8,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import replace
+from typing import TypedDict
 
 import structlog
 
 from bot.github.gateway import GitHubGateway, Review
-from bot.jobs import Job, JobKind, JobOutcome, JobStatus
+from bot.jobs import AddressedComment, Job, JobKind, JobOutcome, JobStatus
 from bot.pipeline.ci_evidence import read_evidence
 from bot.pipeline.task import cap
 from bot.pipeline.untrusted import plain, quoted
@@ -21,8 +22,6 @@ from bot.repo_config.schema import DEFAULT_CI_FOLLOWUPS, RepoConfig
 from bot.settings import Settings
 
 FOLLOWUPS = (JobKind.CI, JobKind.REVIEW)
-TASK_KEY = "followup_task"  # the job's extra: the follow-up's new information, appended to its task
-ADDRESSED_KEY = "followup_addressed"  # the review comments it was given, for its answer on the PR
 MAX_FOLLOWUP_CHARS = 16_000
 MAX_REVIEW_BODY_CHARS = 3_000
 MAX_HUNK_CHARS = 1_500
@@ -35,7 +34,7 @@ log = structlog.get_logger(__name__)
 
 def pull_of(job: Job) -> int:
     """The pull request a follow-up is about."""
-    return int(str(job.extra.get("pull_request") or job.issue))
+    return job.details.pull_request or job.issue
 
 
 def gate(job: Job, gh: GitHubGateway) -> JobOutcome | None:
@@ -48,7 +47,7 @@ def gate(job: Job, gh: GitHubGateway) -> JobOutcome | None:
     pr = gh.get_pr(pull_of(job))
     if pr.head != f"mini-fix/issue-{job.issue}":
         return JobOutcome(JobStatus.CANCELLED, error=f"follow-up: #{pr.number} is not the App's PR for the issue")
-    if job.kind == JobKind.CI and pr.head_sha and pr.head_sha != job.extra.get("head_sha"):
+    if job.kind == JobKind.CI and pr.head_sha and pr.head_sha != job.details.head_sha:
         return JobOutcome(JobStatus.CANCELLED, error="ci follow-up: the pull request has a newer head commit")
     return None
 
@@ -96,7 +95,7 @@ def _prepare_ci(
         gh.create_comment(pull, render("followup_comment.md", kind="bound", done=done, limit=limit, source=source))
         log.info("ci_followup_bound", done=done, limit=limit)
         return JobOutcome(JobStatus.CANCELLED, error=f"ci_followups: {done} done, the limit is {limit}")
-    sha = str(job.extra.get("head_sha") or "")
+    sha = job.details.head_sha
     evidence = read_evidence(gh, sha, settings.secrets)
     if not evidence.failures and evidence.unread:
         gh.create_comment(pull, render("followup_comment.md", kind="unread", notes=list(evidence.unread)))
@@ -104,11 +103,11 @@ def _prepare_ci(
     if not evidence.failures:
         return JobOutcome(JobStatus.CANCELLED, error="ci follow-up: no failing check run on the commit any more")
     text = render("followup_ci.md", pull=pull, sha=sha, failures=list(evidence.failures), unread=list(evidence.unread))
-    return replace(job, extra={**job.extra, TASK_KEY: cap(text, MAX_FOLLOWUP_CHARS)})
+    return replace(job, details=replace(job.details, followup_task=cap(text, MAX_FOLLOWUP_CHARS)))
 
 
 def _prepare_review(job: Job, gh: GitHubGateway, settings: Settings) -> Job | JobOutcome:
-    review = gh.get_review(pull_of(job), int(str(job.extra.get("review_id") or 0)))
+    review = gh.get_review(pull_of(job), job.details.review_id or 0)
     if review.author.casefold() != job.requester.casefold():
         return JobOutcome(JobStatus.CANCELLED, error=f"review follow-up: the review is @{review.author}'s")
     if not review.body.strip() and not review.comments:
@@ -121,13 +120,24 @@ def _prepare_review(job: Job, gh: GitHubGateway, settings: Settings) -> Job | Jo
         body=quoted(review.body, MAX_REVIEW_BODY_CHARS, settings.secrets) if review.body.strip() else "",
         comments=comments,
     )
-    addressed = [{k: c[k] for k in ("n", "path", "line", "first")} for c in comments]
-    extra = {**job.extra, TASK_KEY: cap(text, MAX_FOLLOWUP_CHARS), ADDRESSED_KEY: addressed}
-    return replace(job, extra=extra)
+    addressed = tuple(AddressedComment(c["n"], c["path"], c["line"], c["first"]) for c in comments)
+    details = replace(job.details, followup_task=cap(text, MAX_FOLLOWUP_CHARS), followup_addressed=addressed)
+    return replace(job, details=details)
 
 
-def _comments(review: Review, settings: Settings) -> list[dict[str, object]]:
-    found = []
+class _Comment(TypedDict):
+    """One review comment as `followup_review.md` shows it to the agent."""
+
+    n: int
+    path: str
+    line: int | None
+    hunk: str
+    body: str
+    first: str
+
+
+def _comments(review: Review, settings: Settings) -> list[_Comment]:
+    found: list[_Comment] = []
     for n, c in enumerate(review.comments[:MAX_REVIEW_COMMENTS], start=1):
         body = plain(c.body, settings.secrets)
         found.append(
@@ -154,14 +164,13 @@ def run_note(job: Job) -> str:
 
 def task_text(job: Job) -> str:
     """The follow-up's new information for its task ("" for other jobs)."""
-    return str(job.extra.get(TASK_KEY) or "")
+    return job.details.followup_task
 
 
 def answer(job: Job, gh: GitHubGateway, run_id: str) -> None:
     """After a review follow-up pushed: one comment on the PR listing the review comments it worked on."""
     if job.kind != JobKind.REVIEW:
         return
-    addressed = job.extra.get(ADDRESSED_KEY)
-    comments = addressed if isinstance(addressed, list) else []
+    comments = list(job.details.followup_addressed)
     body = render("followup_comment.md", kind="addressed", reviewer=job.requester, run_id=run_id, comments=comments)
     gh.create_comment(pull_of(job), body)

@@ -6,7 +6,7 @@ whole suite so that it sees every failure. Several deliveries about one commit s
 
 from __future__ import annotations
 
-from bot.jobs import JobKind, JobRequest
+from bot.jobs import JobDetails, JobKind, JobRequest
 from bot.settings import Settings
 from bot.webhooks.decision import Decision, Payload, dig, dig_str, ignore
 from bot.webhooks.followups import AppPull, ci_key, committed_by_sender, first_app_pull, is_bot
@@ -49,7 +49,7 @@ def _completed(payload: Payload, key: str, delivery_id: str) -> Decision:
 
 
 def _job(target: AppPull, payload: Payload, sha: str, delivery_id: str) -> JobRequest:
-    extra: dict[str, object] = {"pull_request": target.pull, "head_sha": sha, "delivery": delivery_id}
+    details = JobDetails(pull_request=target.pull, head_sha=sha, delivery=delivery_id)
     sender = dig_str(payload, "sender", "login") or ""
     key = ci_key(target.repo, target.pull, sha)
-    return JobRequest(JobKind.CI, target.installation_id, target.repo, target.issue, sender, key, extra=extra)
+    return JobRequest(JobKind.CI, target.installation_id, target.repo, target.issue, sender, key, details=details)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bot.jobs import JobKind, JobRequest
+from bot.jobs import JobDetails, JobKind, JobRequest
 from bot.settings import Settings
 from bot.webhooks.commands import Command, parse_command
 from bot.webhooks.decision import (
@@ -35,10 +35,9 @@ def decide(payload: Payload, settings: Settings, delivery_id: str) -> Decision:
         return ignore("the issue is closed")
     # On a PR the number is the PR's: the ledger maps it to the issue of the PR it opened, else the pipeline
     # resolves the issue from the PR body's `Fixes #N`.
-    extra: dict[str, object] = {"on_pull_request": True} if ctx.is_pull_request else {}
     fresh, guidance = fresh_flag(command.guidance)
-    if fresh:
-        extra["fresh"] = True  # start over from the default branch instead of building on the PR's head
+    # --fresh: start over from the default branch instead of building on the PR's head
+    details = JobDetails(on_pull_request=ctx.is_pull_request, fresh=fresh)
     job = JobRequest(
         JobKind.RETRY,
         ctx.installation_id,
@@ -48,7 +47,7 @@ def decide(payload: Payload, settings: Settings, delivery_id: str) -> Decision:
         delivery_id,
         guidance=guidance,
         comment_id=dig_int(payload, "comment", "id"),
-        extra=extra,
+        details=details,
     )
     return Decision("enqueue", "/agent retry --fresh" if fresh else "/agent retry", job=job)
 
@@ -66,10 +65,9 @@ def _control(command: Command, ctx: IssueContext, delivery_id: str, comment_id: 
     """`/agent stop` and `/agent help` become control jobs: the worker checks the sender's permission
     before it cancels or replies (this path never calls GitHub), and they never supersede a run."""
     kind = JobKind.STOP if command.name == "stop" else JobKind.HELP
-    extra: dict[str, object] = {"on_pull_request": True} if ctx.is_pull_request else {}
-    if command.name == "unknown":
-        extra["unknown_command"] = command.guidance
+    unknown = command.guidance if command.name == "unknown" else ""
+    details = JobDetails(on_pull_request=ctx.is_pull_request, unknown_command=unknown)
     job = JobRequest(
-        kind, ctx.installation_id, ctx.repo, ctx.issue, ctx.sender, delivery_id, comment_id=comment_id, extra=extra
+        kind, ctx.installation_id, ctx.repo, ctx.issue, ctx.sender, delivery_id, comment_id=comment_id, details=details
     )
     return Decision("enqueue", f"/agent {command.name}", job=job)

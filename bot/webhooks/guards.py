@@ -11,7 +11,7 @@ from bot.jobs import JobStatus
 from bot.settings import Settings
 from bot.webhooks.decision import Decision, Payload, dig_str, ignore
 from bot.webhooks.lookups import LedgerReads
-from bot.webhooks.policy import QUEUE_FULL, over_queue_cap
+from bot.webhooks.policy import over_queue_cap
 
 LABEL_ACTIONS = ("labeled", "unlabeled")
 
@@ -35,6 +35,6 @@ def guard(decision: Decision, settings: Settings, ledger: LedgerReads) -> Decisi
     if settings.max_queued_per_installation > 0 and not job.kind.is_control:
         queued = ledger.count_jobs(job.installation_id, JobStatus.QUEUED, other_than=(job.repo, job.issue))
         if over_queue_cap(settings, queued):
-            job = replace(job, extra={**job.extra, QUEUE_FULL: True})
+            job = replace(job, details=replace(job.details, queue_full=True))
             return replace(decision, job=job, reason=f"{decision.reason} (queue full: {queued} queued)")
     return decision

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from bot.jobs import CancelRequest, JobKind, JobRequest
+from bot.jobs import CancelRequest, JobDetails, JobKind, JobRequest
 from bot.settings import Settings
 from bot.webhooks.decision import (
     Decision,
@@ -31,8 +31,8 @@ def _labeled(ctx: IssueContext, payload: Payload, settings: Settings, delivery_i
     if ctx.state != "open":
         return ignore("the issue is closed")
     # The worker drops the job if the repository's config names another label (the webhook's label may be stale).
-    label: dict[str, object] = {"label": dig_str(payload, "label", "name")}
-    job = JobRequest(JobKind.FIX, ctx.installation_id, ctx.repo, ctx.issue, ctx.sender, delivery_id, extra=label)
+    details = JobDetails(label=dig_str(payload, "label", "name") or "")
+    job = JobRequest(JobKind.FIX, ctx.installation_id, ctx.repo, ctx.issue, ctx.sender, delivery_id, details=details)
     return Decision("enqueue", f"label {settings.label!r} added", job=job)
 
 

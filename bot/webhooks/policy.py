@@ -6,7 +6,7 @@ from bot.jobs import Job, JobOutcome, JobStatus
 from bot.settings import Settings
 
 QUEUE_FULL = "queue_full"
-"""Key the webhook path sets in a job's `extra` when its installation already had its quota of queued jobs."""
+"""How the error of a job refused for a full queue begins (the webhook path sets `JobDetails.queue_full`)."""
 
 
 def _listed(value: str, names: list[str]) -> bool:

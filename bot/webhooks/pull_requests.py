@@ -7,8 +7,6 @@ from bot.settings import Settings
 from bot.webhooks.decision import Decision, Payload, dig, dig_int, dig_str, from_bot, ignore
 
 BRANCH_PREFIX = "mini-fix/"
-# Review verdicts counted only from people GitHub says belong to the repository (see `_event`).
-REVIEWER_ASSOCIATIONS = {"OWNER", "MEMBER", "COLLABORATOR"}
 PR_ACTIONS = {"closed": "closed", "reopened": "reopened", "synchronize": "human_push"}
 
 
@@ -37,12 +35,13 @@ def _event(payload: Payload, installation_id: int, repo: str, pull: int, sender:
     action = dig_str(payload, "action") or ""
     if "review" in payload:
         state = (dig_str(payload, "review", "state") or "").lower()
-        if action != "submitted" or state not in REVIEW_STATES:
+        review_id = dig_int(payload, "review", "id")
+        if action != "submitted" or state not in REVIEW_STATES or review_id is None:
             return None
-        # The webhook path asks GitHub nothing; a drive-by reviewer's verdict (NONE, CONTRIBUTOR, ...) is left out.
-        if (dig_str(payload, "review", "author_association") or "").upper() not in REVIEWER_ASSOCIATIONS:
-            return None
-        return PrEvent(installation_id, repo, pull, "review", sender, review=state)
+        # Kept unchecked: `author_association` is no permission (a read-only collaborator is COLLABORATOR, a private
+        # org member may show as NONE), and this path asks GitHub nothing; a worker asks for the reviewer's.
+        reviewer = dig_str(payload, "review", "user", "login") or sender
+        return PrEvent(installation_id, repo, pull, "review", reviewer, review=state, review_id=review_id)
     kind = PR_ACTIONS.get(action)
     if kind is None:
         return None

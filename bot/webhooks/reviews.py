@@ -7,7 +7,7 @@ the review's body and comments through the API: nothing of a review by someone w
 
 from __future__ import annotations
 
-from bot.jobs import JobKind, JobRequest
+from bot.jobs import JobDetails, JobKind, JobRequest
 from bot.settings import Settings
 from bot.webhooks import pull_requests
 from bot.webhooks.decision import Decision, Payload, dig, dig_int, dig_str, from_bot, ignore
@@ -49,13 +49,12 @@ def _job(payload: Payload, review_id: int | None, delivery_id: str) -> JobReques
 
 
 def _request(target: AppPull, payload: Payload, review_id: int, delivery_id: str) -> JobRequest:
-    extra: dict[str, object] = {
-        "pull_request": target.pull,
-        "review_id": review_id,
-        "head_sha": dig_str(payload, "pull_request", "head", "sha") or "",
-        "delivery": delivery_id,
-    }
+    details = JobDetails(
+        pull_request=target.pull,
+        review_id=review_id,
+        head_sha=dig_str(payload, "pull_request", "head", "sha") or "",
+        delivery=delivery_id,
+    )
     sender = dig_str(payload, "sender", "login") or ""
     key = review_key(target.repo, target.pull, review_id)
-    request = JobRequest(JobKind.REVIEW, target.installation_id, target.repo, target.issue, sender, key, extra=extra)
-    return request
+    return JobRequest(JobKind.REVIEW, target.installation_id, target.repo, target.issue, sender, key, details=details)

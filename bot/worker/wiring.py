@@ -30,6 +30,7 @@ from bot.worker.images import SandboxImages
 from bot.worker.labels import LabelKeeper
 from bot.worker.notices import gave_up_notifier
 from bot.worker.pool import Worker, build_worker
+from bot.worker.review_checks import ReviewChecker
 
 log = structlog.get_logger(__name__)
 
@@ -52,6 +53,7 @@ def wire_worker(settings: Settings) -> Worker:
     worker.checks["sandbox_image"] = images.check
     if settings.create_labels:
         worker.chores.append(LabelKeeper(settings, ledger, github).run)
+    worker.chores.append(ReviewChecker(ledger, github).run)  # a PR review's verdict counts once its author may write
     return worker
 
 

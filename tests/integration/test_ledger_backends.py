@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sqlite3
 import threading
 import time
@@ -11,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from bot.jobs import InstallationChange, JobKind, JobRequest, JobStatus, PrEvent
+from bot.jobs import InstallationChange, JobDetails, JobKind, JobRequest, JobStatus, PrEvent
 from bot.ledger import open_ledger
 from bot.ledger.writer import GroupCommitWriter
 from bot.settings import Settings
@@ -40,7 +41,7 @@ def test_submit_is_idempotent_on_delivery_id(ledger: Any) -> None:
 
 
 def test_rows_survive_a_reopen(ledger: Any, settings: Settings) -> None:
-    job = ledger.submit(request(guidance="be brief", comment_id=5, extra={"k": 1})).job
+    job = ledger.submit(request(guidance="be brief", comment_id=5, details=JobDetails(label="bug", fresh=True))).job
     ledger.close()
     reopened = open_ledger(settings)
     try:
@@ -149,10 +150,10 @@ def test_retry_on_our_pull_request_maps_to_its_issue(ledger: Any) -> None:
     job = ledger.submit(request(issue=5)).job
     ledger.claim(job.id, "w", 60)
     ledger.finish(job.id, "w", JobStatus.SUCCEEDED, pr_url="https://github.com/octo/widgets/pull/12")
-    retry = ledger.submit(request(issue=12, delivery="r", extra={"on_pull_request": True})).job
-    assert retry.issue == 5 and retry.extra == {"on_pull_request": False, "pull_request": 12}
-    unknown = ledger.submit(request(issue=99, delivery="u", extra={"on_pull_request": True})).job
-    assert unknown.issue == 99 and unknown.extra == {"on_pull_request": True}
+    retry = ledger.submit(request(issue=12, delivery="r", details=JobDetails(on_pull_request=True))).job
+    assert retry.issue == 5 and retry.details == JobDetails(on_pull_request=False, pull_request=12)
+    unknown = ledger.submit(request(issue=99, delivery="u", details=JobDetails(on_pull_request=True))).job
+    assert unknown.issue == 99 and unknown.details == JobDetails(on_pull_request=True)
     assert [j.id for j in ledger.cancel("octo/widgets", 12, "stop", on_pull_request=True)] == [retry.id]
 
 
@@ -270,7 +271,10 @@ def test_pr_outcomes_accumulate_per_pull_request(ledger: Any) -> None:
     events = [
         PrEvent(77, "octo/widgets", 9, "human_push", "ada"),
         PrEvent(77, "octo/widgets", 9, "human_push", "ada"),
-        PrEvent(77, "octo/widgets", 9, "review", "bob", review="approved"),
+        PrEvent(77, "octo/widgets", 9, "review", "bob", review="approved", review_id=5),
+        PrEvent(77, "octo/widgets", 9, "review", "bob", review="approved", review_id=5),  # redelivered
+        PrEvent(77, "octo/widgets", 9, "review", "eve", review="changes_requested", review_id=6),
+        PrEvent(77, "octo/widgets", 11, "review", "bob", review="approved", review_id=7),  # not a job's PR
         PrEvent(77, "octo/widgets", 9, "closed", "bob", merged=True),
         PrEvent(77, "octo/widgets", 10, "closed", "bob"),
         PrEvent(77, "octo/widgets", 11, "closed", "eve"),  # no job of the ledger opened it: not recorded
@@ -281,6 +285,11 @@ def test_pr_outcomes_accumulate_per_pull_request(ledger: Any) -> None:
         ledger.finish(job.id, "w1", JobStatus.SUCCEEDED, pr_url=f"https://github.com/octo/widgets/pull/{pull}")
     for event in events:
         ledger.record_pr_event(event)
+    assert ledger.pr_outcomes()[("octo/widgets", 9)]["reviews"]["approved"] == 0  # reviews wait for their check
+    bob, eve = ledger.unchecked_reviews()
+    assert (bob.by, bob.review_id, eve.by) == ("bob", 5, "eve")
+    assert ledger.settle_review(bob, "write", counts=True) and ledger.settle_review(eve, "read", counts=False)
+    assert not ledger.settle_review(bob, "write", counts=True) and ledger.unchecked_reviews() == []
     outcomes = ledger.pr_outcomes()
     assert outcomes[("octo/widgets", 9)] == {
         "state": "merged",
@@ -353,3 +362,40 @@ def test_follow_ups_are_runs_one_per_key(ledger: Any) -> None:
     review = ledger.submit(JobRequest(JobKind.REVIEW, 77, "octo/widgets", 1, "alice", "review:octo/widgets:9:5"))
     assert [j.id for j in review.superseded] == [ci.job.id]
     assert [j.kind for j in ledger.issue_jobs("octo/widgets", 1)] == [JobKind.FIX, JobKind.CI, JobKind.REVIEW]
+
+
+PREVIOUS_EXTRA = {  # what the previous version wrote in `extra`: a dict of untyped keys (one this version lacks)
+    "old-fix": {"label": "AI-fix"},
+    "old-retry": {"on_pull_request": False, "pull_request": 12, "fresh": True},
+    "old-review": {"pull_request": 9, "review_id": "55", "head_sha": "abc", "delivery": "d-9", "someday": [1]},
+    "old-full": {"queue_full": True},
+    "old-odd": {"pull_request": "not a number", "fresh": "yes", "label": 3},
+}
+
+
+def test_rows_written_by_the_previous_version_load_as_typed_details(ledger: Any, settings: Settings) -> None:
+    ledger.submit(request(delivery="d-new"))  # the schema exists
+    insert = "INSERT INTO jobs (id, kind, installation_id, repo, issue, requester, delivery_id, status, created_at, "
+    insert += "updated_at, extra) VALUES (?, 'fix', 77, 'octo/widgets', ?, 'alice', ?, 'queued', 1.0, 1.0, ?)"
+    rows = [
+        (job_id, n + 10, f"d-{job_id}", json.dumps(extra)) for n, (job_id, extra) in enumerate(PREVIOUS_EXTRA.items())
+    ]
+    url = settings.database_url or ""
+    if url.startswith("sqlite"):
+        with sqlite3.connect(url.removeprefix("sqlite:///")) as conn:
+            conn.executemany(insert, rows)
+    else:
+        import psycopg
+
+        with psycopg.connect(url) as conn:
+            conn.cursor().executemany(insert.replace("?", "%s"), rows)
+    assert ledger.get("old-fix").details == JobDetails(label="AI-fix")
+    assert ledger.get("old-retry").details == JobDetails(pull_request=12, fresh=True)
+    assert ledger.get("old-review").details == JobDetails(pull_request=9, review_id=55, head_sha="abc", delivery="d-9")
+    assert ledger.get("old-full").details == JobDetails(queue_full=True)
+    assert ledger.get("old-odd").details == JobDetails()  # values of the wrong type are ignored, not a crash
+    # the queue cap still leaves queue-full rows out, old and new (a new row stores the key only when set)
+    assert ledger.count_jobs(77, JobStatus.QUEUED) == 5
+    ledger.submit(request(issue=40, delivery="d-full", details=JobDetails(queue_full=True)))
+    ledger.submit(request(issue=41, delivery="d-plain", details=JobDetails(queue_full=False)))
+    assert ledger.count_jobs(77, JobStatus.QUEUED) == 6

@@ -52,8 +52,7 @@ class FakeGitHub:
         self.tokens: dict[str, dict[str, Any]] = {}  # token -> {installation, repositories, permissions}
         self.requests: list[tuple[str, str]] = []  # (method, path) of every request
         self.git_requests: list[tuple[str, int]] = []  # (path, status) of every git request
-        self.faults = Faults()  # injected failures, consulted before any route
-        self.git_failures: list[int] = []  # statuses (502...) the next git requests get; 0 lets one pass
+        self.faults = Faults()  # injected failures, REST and git, consulted before any route
         self.token_lifetime: float | None = None  # seconds a minted token works (None: until 2099)
         self.checks = ChecksState()  # check runs, Actions job logs, reviews (fake_github_checks)
         self.lock = threading.Lock()

@@ -14,6 +14,7 @@ from urllib.parse import parse_qs, urlsplit
 
 from tests.support.fake_github_checks import ROUTES as checks_routes
 from tests.support.fake_github_config import ROUTES as config_routes
+from tests.support.fake_github_faults import GIT_PATH
 
 Reply = tuple[int, Any]
 REPO = r"/repos/(?P<owner>[^/]+)/(?P<name>[^/]+)"
@@ -40,13 +41,13 @@ class GitHubHandler(BaseHTTPRequestHandler):
 
     def _dispatch(self, method: str) -> None:
         url = urlsplit(self.path)
-        is_git = re.match(r"^/[^/]+/[^/]+\.git/", url.path) is not None
+        is_git = re.match(GIT_PATH, url.path) is not None
         if fault := self.github.faults.take(method, url.path):  # injected failures (fake_github_faults.py)
-            if is_git:
-                self.github.git_requests.append((url.path, fault.status))
-            else:
-                self.github.requests.append((method, url.path))
             self._body()  # read, so the client sees the answer and not a reset connection
+            if is_git:  # the request never reaches the repository
+                self.github.git_requests.append((url.path, fault.status))
+                return self._empty(fault.status, fault.headers)
+            self.github.requests.append((method, url.path))
             return self._json(fault.status, fault.body or {"message": "injected"}, fault.headers)
         if is_git:
             return self._git(method, url.path, url.query)
@@ -112,18 +113,16 @@ class GitHubHandler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(raw)
 
+    def _empty(self, status: int, headers: dict[str, str]) -> None:
+        self.send_response(status)
+        self.send_header("Content-Length", "0")
+        for name, value in headers.items():
+            self.send_header(name, value)
+        self.end_headers()
+
     # -- git smart HTTP --------------------
     def _git(self, method: str, path: str, query: str) -> None:
         repo = "/".join(path.strip("/").split("/")[:2])[: -len(".git")]
-        with self.github.lock:
-            status = self.github.git_failures.pop(0) if self.github.git_failures else 0
-        if status:  # an injected fault: the request never reaches the repository
-            self.github.git_requests.append((path, status))
-            self._body()
-            self.send_response(status)
-            self.send_header("Content-Length", "0")
-            self.end_headers()
-            return
         if not self._git_authorised(repo):
             self.github.git_requests.append((path, 401))
             self.send_response(401)

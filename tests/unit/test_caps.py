@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from bot.jobs import Job, JobKind, JobOutcome, JobRequest, JobStatus
+from bot.jobs import Job, JobDetails, JobKind, JobOutcome, JobRequest, JobStatus
 from bot.ledger.sqlite.ledger import SqliteLedger
 from bot.queue.dispatch import JobQueue
 from bot.settings import Settings
@@ -37,20 +37,20 @@ def test_the_third_queued_trigger_of_an_installation_is_marked_queue_full(
 ) -> None:
     answers = [deliver(client, "issues", labeled("acme/widgets", n, sender="alice")).json() for n in (1, 2, 3)]
     jobs = [ledger.get(a["job_id"]) for a in answers]
-    assert [QUEUE_FULL in j.extra for j in jobs if j] == [False, False, True]
+    assert [j.details.queue_full for j in jobs if j] == [False, False, True]
     assert "queue full" in answers[2]["reason"]
     # Re-labelling a queued issue replaces its job: it is not one more in the queue.
     again = deliver(client, "issues", labeled("acme/widgets", 1, sender="alice")).json()
-    assert QUEUE_FULL not in ledger.get(again["job_id"]).extra  # type: ignore[union-attr]
+    assert not ledger.get(again["job_id"]).details.queue_full  # type: ignore[union-attr]
     # Another installation has its own quota.
     other = deliver(client, "issues", labeled("acme/widgets", 9, sender="alice", installation=2)).json()
-    assert QUEUE_FULL not in ledger.get(other["job_id"]).extra  # type: ignore[union-attr]
+    assert not ledger.get(other["job_id"]).details.queue_full  # type: ignore[union-attr]
 
 
 def test_the_worker_posts_the_queue_full_comment_and_runs_nothing(github: FakeGitHub, tmp_path: Path) -> None:
     world = World(github, tmp_path, [FIX, bash(SUBMIT)])
     world.settings = world.settings.model_copy(update={"max_queued_per_installation": 5})
-    outcome = world.run(extra={QUEUE_FULL: True})
+    outcome = world.run(details=JobDetails(queue_full=True))
     assert outcome.status == JobStatus.CANCELLED and outcome.error and outcome.error.startswith(QUEUE_FULL)
     [comment] = world.issue_comments()
     assert "5 runs waiting" in comment and "/agent retry" in comment

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from bot.jobs import JobKind
+from bot.jobs import JobDetails, JobKind
 from bot.settings import Settings
 from bot.webhooks import decide
 from bot.webhooks.commands import parse_command
@@ -113,20 +113,20 @@ def test_retry_comment_is_a_retry_job_with_guidance(settings: Settings, comment:
     assert decision.job.kind == JobKind.RETRY
     assert decision.job.guidance == "use the new API\nand keep tests green"
     assert decision.job.comment_id == payload["comment"]["id"]
-    assert decision.job.extra == {}
+    assert decision.job.details == JobDetails()
 
 
 def test_retry_fresh_is_marked_and_the_flag_leaves_the_guidance(settings: Settings, comment: Make) -> None:
     decision = decide("issue_comment", comment("/agent retry --fresh use the new API\nthanks"), settings)
-    assert decision.job is not None and decision.job.extra == {"fresh": True}
+    assert decision.job is not None and decision.job.details == JobDetails(fresh=True)
     assert decision.job.guidance == "use the new API\nthanks"
     plain = decide("issue_comment", comment("/agent retry use --fresh data"), settings)
-    assert plain.job is not None and plain.job.extra == {} and plain.job.guidance == "use --fresh data"
+    assert plain.job is not None and plain.job.details == JobDetails() and plain.job.guidance == "use --fresh data"
 
 
 def test_retry_on_a_pull_request_is_marked(settings: Settings, comment: Make) -> None:
     decision = decide("issue_comment", comment("/agent retry", on_pr=True), settings, delivery_id="d-3")
-    assert decision.job is not None and decision.job.extra == {"on_pull_request": True}
+    assert decision.job is not None and decision.job.details == JobDetails(on_pull_request=True)
 
 
 @pytest.mark.parametrize(

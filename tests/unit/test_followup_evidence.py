@@ -13,7 +13,7 @@ import respx
 
 from bot.github.app import GitHubApp, RepoGateway
 from bot.github.gateway import BotIdentity, PullRequest
-from bot.jobs import Job, JobKind, JobStatus
+from bot.jobs import Job, JobDetails, JobKind, JobStatus
 from bot.pipeline.ceilings import clamp
 from bot.pipeline.ci_evidence import log_tail, read_evidence
 from bot.pipeline.followup import ci_done, ci_limit, gate
@@ -152,7 +152,7 @@ class _PrGateway:
 
 
 def _ci(requester: str = "mini-fix[bot]", kind: JobKind = JobKind.CI) -> Job:
-    return Job("j", kind, 7, "acme/w", 3, requester, "ci:x", extra={"pull_request": 9, "head_sha": SHA})
+    return Job("j", kind, 7, "acme/w", 3, requester, "ci:x", details=JobDetails(pull_request=9, head_sha=SHA))
 
 
 @pytest.mark.parametrize(

@@ -51,7 +51,7 @@ def test_a_failed_suite_on_the_apps_commit_asks_for_one_ci_follow_up(suite: dict
     assert job is not None and job.kind == JobKind.CI
     assert (job.repo, job.issue, job.requester, job.installation_id) == (suite["repository"]["full_name"], 3, BOT, 77)
     assert job.delivery_id == f"ci:{job.repo}:9:{SHA}"
-    assert job.extra["pull_request"] == 9 and job.extra["head_sha"] == SHA
+    assert job.details.pull_request == 9 and job.details.head_sha == SHA
 
 
 @pytest.mark.parametrize("conclusion", ["success", "cancelled", "skipped", "neutral", "stale", "action_required"])
@@ -171,7 +171,7 @@ def test_changes_requested_asks_for_a_review_follow_up(examples: Examples, setti
     decision = decide("pull_request_review", payload, settings, delivery_id="d-1")
     assert decision.action == "enqueue" and decision.job is not None
     assert decision.job.kind == JobKind.REVIEW and decision.job.issue == 3 and decision.job.requester == "ada"
-    assert decision.job.extra["review_id"] == payload["review"]["id"]
+    assert decision.job.details.review_id == payload["review"]["id"]
     assert decision.pr_event is not None and decision.pr_event.review == "changes_requested"
 
 
@@ -209,6 +209,8 @@ def test_one_review_with_inline_comments_records_one_job(
     assert [a.json()["action"] for a in answers] == ["enqueue", "enqueue", "enqueue"]
     assert [a.json()["created"] for a in answers] == [True, False, False]
     assert sorted(j.kind for j in ledger.list()) == sorted([JobKind.FIX, JobKind.REVIEW])  # one review, one job
+    [verdict] = ledger.unchecked_reviews()  # one verdict too, counted once the worker finds a writer wrote it
+    assert ledger.settle_review(verdict, "write", counts=True)
     assert ledger.pr_outcomes()[(repo, 9)]["reviews"]["changes_requested"] == 1
 
 

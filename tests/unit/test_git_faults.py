@@ -80,7 +80,7 @@ def test_a_token_expiring_mid_run_does_not_lose_the_push(github: FakeGitHub, tmp
 
 
 def test_a_502_on_the_first_clone_is_retried(github: FakeGitHub, tmp_path: Path) -> None:
-    github.git_failures = [0, 0, 502]  # the branch look-up (two requests) passes, the clone's first request fails
+    github.faults.git(0, 0, 502)  # the branch look-up (two requests) passes, the clone's first request fails
     world = World(github, tmp_path, [FIX, bash(SUBMIT)])
     outcome = world.run()
     assert outcome.status == JobStatus.SUCCEEDED, outcome.error
@@ -89,13 +89,13 @@ def test_a_502_on_the_first_clone_is_retried(github: FakeGitHub, tmp_path: Path)
 
 
 def test_persistent_5xx_and_refusals_read_differently(github: FakeGitHub, tmp_path: Path) -> None:
-    github.git_failures = [503] * gitops.REMOTE_ATTEMPTS
+    github.faults.git(*[503] * gitops.REMOTE_ATTEMPTS)
     world = World(github, tmp_path, [])
     outcome = world.run()
     assert outcome.error and outcome.error.startswith("clone_failed")
     first = world.issue_comments()[-1]
     assert "transient failure of" in first and f"(retried {gitops.REMOTE_ATTEMPTS - 1} times)" in first
-    github.git_failures = [403]
+    github.faults.git(403)
     outcome = world.run(id="job2")
     assert outcome.error and outcome.error.startswith("clone_failed")
     last = world.issue_comments()[-1]

@@ -91,7 +91,7 @@ def test_a_renamed_label_triggers_once_a_worker_has_read_the_config(
     assert deliver(client, "issues", labeled(repo, 2, sender="alice")).json()["action"] == "ignore"
     ledger.remember_label(repo, "bot-fix")  # the repository's own file wins over the owner's
     answer = deliver(client, "issues", labeled(repo, 3, sender="alice", label="bot-fix")).json()
-    assert answer["action"] == "enqueue" and ledger.get(answer["job_id"]).extra["label"] == "bot-fix"  # type: ignore[union-attr]
+    assert answer["action"] == "enqueue" and ledger.get(answer["job_id"]).details.label == "bot-fix"  # type: ignore[union-attr]
 
 
 @pytest.mark.parametrize("action", ["suspend", "deleted"])

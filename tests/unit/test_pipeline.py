@@ -13,7 +13,7 @@ import pytest
 from bot.agent.config import load_config
 from bot.agent.errors import ModelUnavailable
 from bot.github.app import GitHubApp
-from bot.jobs import SHUTDOWN_REASON, CancelSignal, Job, JobKind, JobStatus
+from bot.jobs import SHUTDOWN_REASON, CancelSignal, Job, JobDetails, JobKind, JobStatus
 from bot.pipeline.deps import PipelineDeps
 from bot.pipeline.run import run_pipeline as run_job
 from bot.settings import Settings
@@ -233,7 +233,7 @@ def test_retry_from_a_pr_finds_its_issue(github: FakeGitHub, tmp_path: Path) -> 
     world.run()
     pr = github.pulls[0]["number"]
     comment = github.add_comment(REPO, pr, "/agent retry please", "alice")
-    outcome = world.run(kind=JobKind.RETRY, issue=pr, comment_id=comment, extra={"on_pull_request": True})
+    outcome = world.run(kind=JobKind.RETRY, issue=pr, comment_id=comment, details=JobDetails(on_pull_request=True))
     assert outcome.status == JobStatus.SUCCEEDED and len(github.pulls) == 1
     assert any(r["comment_id"] == comment and r["content"] == "eyes" for r in github.reactions)
 

@@ -12,7 +12,7 @@ import tenacity
 
 from bot.agent.model_base import ModelReply
 from bot.github.gateway import BotIdentity
-from bot.jobs import JobKind, JobStatus
+from bot.jobs import JobDetails, JobKind, JobStatus
 from bot.pipeline import gitops
 from tests.support.fake_github import FakeGitHub
 from tests.support.scripted_model import ScriptedModel, bash
@@ -109,7 +109,7 @@ def test_a_branch_moved_during_the_run_is_not_overwritten(github: FakeGitHub, tm
 def test_retry_fresh_starts_over_from_the_default_branch(github: FakeGitHub, tmp_path: Path) -> None:
     world = World(github, tmp_path, [FIX, bash(SUBMIT), bash("echo '# v2' >> calc.py"), bash(SUBMIT)])
     _first_run(world)
-    outcome = world.run(kind=JobKind.RETRY, extra={"fresh": True})
+    outcome = world.run(kind=JobKind.RETRY, details=JobDetails(fresh=True))
     assert outcome.status == JobStatus.SUCCEEDED, outcome.error
     head = github.branch_head(REPO, BRANCH_OF.format(world.issue))
     assert head and _git(github, "rev-parse", f"{head}^").strip() == github.branch_head(REPO, "main")
@@ -143,10 +143,10 @@ def test_transient_git_failures_are_retried_and_refusals_are_not(
     monkeypatch.setattr(gitops, "RETRY_WAIT", tenacity.wait_none())
     token = str(github.mint(7, {"repositories": ["widgets"]})["token"])
     url = f"{github.base_url}/{REPO}.git"
-    github.git_failures = [502]
+    github.faults.git(502)
     gitops.clone(url, token, tmp_path / "a", branch="main")
     assert [s for _, s in github.git_requests][:2] == [502, 200]
-    github.git_failures = [502] * gitops.REMOTE_ATTEMPTS
+    github.faults.git(*[502] * gitops.REMOTE_ATTEMPTS)
     try:
         gitops.clone(url, token, tmp_path / "b", branch="main")
     except gitops.GitError as exc:
@@ -154,7 +154,7 @@ def test_transient_git_failures_are_retried_and_refusals_are_not(
     else:
         raise AssertionError("a clone answered 502 every time succeeded")
     before = len(github.git_requests)
-    github.git_failures = [403]
+    github.faults.git(403)
     try:
         gitops.clone(url, token, tmp_path / "c", branch="main")
     except gitops.GitError as exc:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from bot.jobs import JobStatus
+from bot.jobs import JobDetails, JobStatus
 from tests.support.fake_github import FakeGitHub
 from tests.support.fake_github_config import commit_files
 from tests.support.scripted_model import bash
@@ -41,9 +41,9 @@ def test_a_disabled_repository_says_so_and_runs_nothing(github: FakeGitHub, tmp_
 def test_a_label_that_is_not_the_repository_trigger_is_dropped_quietly(github: FakeGitHub, tmp_path: Path) -> None:
     github.add_repo("acme", ".github", {CONFIG: "label: ai-fix\n"})
     world = World(github, tmp_path, [FIX, bash(SUBMIT)])
-    outcome = world.run(extra={"label": "mini-fix"})
+    outcome = world.run(details=JobDetails(label="mini-fix"))
     assert outcome.status == JobStatus.CANCELLED and world.issue_comments() == [] and world.sandboxes == []
-    assert world.run(id="job2", delivery_id="d2", extra={"label": "AI-fix"}).status == JobStatus.SUCCEEDED
+    assert world.run(id="job2", delivery_id="d2", details=JobDetails(label="AI-fix")).status == JobStatus.SUCCEEDED
 
 
 def test_only_allowed_users_may_trigger(github: FakeGitHub, tmp_path: Path) -> None:

@@ -32,7 +32,7 @@ class PostgresLedger(SqlLedger[Conn]):
     def __init__(self, url: str) -> None:
         self.url = url
         super().__init__(PostgresGroupCommitWriter(self._connect))
-        ledger_postgres_ops.create_schema(self._conn(), *ledger_postgres_installs.SCHEMA, pr_outcomes.SCHEMA)
+        ledger_postgres_ops.create_schema(self._conn(), *ledger_postgres_installs.SCHEMA, *pr_outcomes.SCHEMAS)
 
     def _connect(self) -> Conn:
         return psycopg.connect(self.url, autocommit=True)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import time
 import uuid
 from typing import Any
@@ -103,7 +102,7 @@ def submit(conn: Conn, req: JobRequest) -> SubmitResult:
         conn,
         INSERT,
         (uuid.uuid4().hex[:16], req.kind.value, req.installation_id, req.repo, req.issue, req.requester,
-         req.delivery_id, req.guidance, req.comment_id, now, now, json.dumps(req.extra), req.body_digest or None),
+         req.delivery_id, req.guidance, req.comment_id, now, now, req.details.to_json(), req.body_digest or None),
     )  # fmt: skip
     if job is None:  # the same delivery or body, committed a moment ago by another API replica
         if (found := recorded(conn, req)) is not None:

@@ -30,7 +30,8 @@ class SqliteLedger(SqlLedger[sqlite3.Connection]):
             conn.executescript(ledger_sqlite_ops.SCHEMA)
             ledger_sqlite_ops.migrate(conn)
             conn.executescript(ledger_sqlite_installs.SCHEMA)
-            conn.execute(pr_outcomes.SCHEMA)
+            for statement in pr_outcomes.SCHEMAS:
+                conn.execute(statement)
         super().__init__(GroupCommitWriter(self._connect))
         self._loop_writer = LoopGroupCommit(self._connect)
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import secrets
 import sqlite3
 import time
@@ -78,7 +77,7 @@ def submit(conn: Conn, req: JobRequest) -> SubmitResult:
 
 def submit_first(conn: Conn, req: JobRequest) -> SubmitResult | None:
     """The one-INSERT case of `submit` (atomic by itself); None when it wrote nothing and the long way is needed."""
-    if not req.extra.get("on_pull_request") and (job := insert(conn, req)) is not None:
+    if not req.details.on_pull_request and (job := insert(conn, req)) is not None:
         return SubmitResult(job, created=True)
     return None
 
@@ -105,14 +104,14 @@ def insert(conn: Conn, req: JobRequest) -> Job | None:
     inserted = conn.execute(
         INSERT,
         (job_id, req.kind.value, req.installation_id, req.repo, req.issue, req.requester, req.delivery_id,
-         req.guidance, req.comment_id, now, now, json.dumps(req.extra), req.body_digest or None),
+         req.guidance, req.comment_id, now, now, req.details.to_json(), req.body_digest or None),
     ).rowcount  # fmt: skip
     if not inserted:
         return None
     return Job(
         job_id, req.kind, req.installation_id, req.repo, req.issue, req.requester, req.delivery_id,
         guidance=req.guidance, comment_id=req.comment_id, created_at=when(now), updated_at=when(now),
-        extra=dict(req.extra),
+        details=req.details,
     )  # fmt: skip
 
 
