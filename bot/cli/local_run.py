@@ -33,6 +33,7 @@ from bot.pipeline.choose import attempts_table, choose
 from bot.pipeline.execute import SANDBOX_FAILURES
 from bot.pipeline.exits import SUBMITTED, exit_for
 from bot.pipeline.run import resolve_model_config
+from bot.pipeline.setup_cache import RepoSetup, SetupOptions
 from bot.pipeline.verdicts import record_verdicts, refuse
 from bot.pipeline.verify import verify
 from bot.repo_config import infer
@@ -236,10 +237,11 @@ def _attempt_plan(
     def start(sandbox: SandboxConfig, sandbox_run_id: str) -> Sandbox:
         return DockerSandbox.start(sandbox, sandbox_run_id, on_exec=metrics.SANDBOX_EXEC_SECONDS.observe)
 
+    setup = RepoSetup(str(request.repo.resolve()), SetupOptions.from_settings(settings), on_report=_said)
     return AttemptPlan(
         count=count,
         run_id=run_id,
-        factory=start,
+        factory=setup.bind(start),  # the App's setup time limit and cache, for the attempts and verify alike
         sandbox_config=sandbox_config(config, request, settings, repo),
         agent=config,
         model=model,
@@ -254,6 +256,10 @@ def _attempt_plan(
         on_step=lambda k, event: print_step(event, attempt=k if count > 1 else None),
         on_end=lambda k, how: print(f"attempt {k}: {how}", flush=True) if count > 1 else None,
     )
+
+
+def _said(summary: str) -> None:
+    print(f"setup: {summary}", flush=True)
 
 
 def _write(runs: list[Attempt], choice: Choice, output: Path, count: int) -> int:

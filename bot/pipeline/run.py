@@ -45,6 +45,7 @@ from bot.pipeline.publish import (
     wip_note,
 )
 from bot.pipeline.report import report, run_link
+from bot.pipeline.setup_cache import RepoSetup, SetupOptions
 from bot.pipeline.state import RunState
 from bot.pipeline.status import StatusComment
 from bot.pipeline.task import build_task, clean
@@ -161,6 +162,7 @@ def _work(state: RunState, deps: PipelineDeps) -> None:
     issue = Issue(issue.number, clean(issue.title), issue.body, issue.author, issue.state)
     repo = gh.get_repo()
     sandbox_config = sandbox_config_for(state.agent, deps.settings, state.config)
+    deps = replace(deps, sandbox=_repo_setup(state, deps).bind(deps.sandbox))  # attempts' and verify's sandboxes
     plan = _plan(state, deps, sandbox_config)
     with (
         attempts.started(plan) as started,
@@ -202,6 +204,15 @@ def _work(state: RunState, deps: PipelineDeps) -> None:
         gh, state.published.pr, messages, run=state.run, exit_status=chosen.result.exit_status, run_link=link
     )
     followup.answer(state.job, gh, run_id)
+
+
+def _repo_setup(state: RunState, deps: PipelineDeps) -> RepoSetup:
+    """The job's repository setup (time limit, cache); what it did goes into the status comment and the PR."""
+
+    def said(summary: str) -> None:
+        state.run["setup"] = summary  # the status comment's next edit shows it
+
+    return RepoSetup(state.job.repo, deps.setup or SetupOptions.from_settings(deps.settings), on_report=said)
 
 
 def _push(

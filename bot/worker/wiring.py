@@ -26,6 +26,7 @@ from bot.pipeline.deps import PipelineDeps
 from bot.pipeline.followup import IssueJobs
 from bot.pipeline.outbound import redacting
 from bot.pipeline.run import run_pipeline
+from bot.pipeline.setup_cache import SetupOptions
 from bot.settings import Settings
 from bot.trajectory_store import shared_saver
 from bot.worker.images import SandboxImages
@@ -89,6 +90,7 @@ def build_runner(
     agent_config = load_config(settings.agent_config)
     save_trajectory = shared_saver(settings)  # one database connection per worker process
     slots = SandboxSlots(sandbox_limit(settings))  # shared by every job this process runs
+    setup = SetupOptions.from_settings(settings)  # one setup cache per process, shared by its jobs
 
     def runner(job: Job, cancel: threading.Event) -> JobOutcome:
         if job.attempts > 1:
@@ -104,6 +106,7 @@ def build_runner(
             save_trajectory=save_trajectory,
             sandbox_slots=slots,
             issue_jobs=issue_jobs,
+            setup=setup,
         )
         return run_pipeline(job, cancel, deps)
 
