@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -14,6 +15,7 @@ from bot.pipeline.execute import run_setup
 from bot.pipeline.setup_cache import RepoSetup, SetupOptions, setup_of
 from bot.pipeline.setup_key import dependency_files, setup_key
 from bot.pipeline.setup_store import CorruptEntry, SetupStore, repo_slug
+from bot.render import render
 from bot.settings import Settings
 from sandbox.base import SandboxConfig
 from tests.support.fake_sandbox import FakeSandbox
@@ -153,3 +155,15 @@ def test_the_settings_give_the_cache_its_place_and_bounds(tmp_path: Path) -> Non
     assert options.store is not None and options.store.root == tmp_path / "setup-cache"
     assert (options.timeout, options.store.max_total, options.max_entry_bytes) == (1800, 5 << 30, 2 << 30)
     assert SetupOptions.from_settings(Settings(_env_file=None, data_dir=tmp_path, setup_cache_bytes=0)).store is None
+
+
+def test_the_pr_body_and_status_comment_say_how_setup_went() -> None:
+    run = {"run_id": "r1", "model": "m", "requester": "alice", "retry": False, "exit_status": "Submitted"}
+    stats = {"exit_status": "Submitted", "steps": 1, "prompt_tokens": 1, "completion_tokens": 1, "elapsed": 1}
+    common: dict[str, Any] = {"issue": {"number": 9, "title": "T"}, "stats": stats, "diffstat": [], "summary": "",
+                              "checks": [], "links": {"run": None}, "draft_fallback": False}  # fmt: skip
+    said = {**run, "setup": "restored from cache in 2 s"}
+    assert "The repository's setup: restored from cache in 2 s.\n\n" in render("pr_body.md", **common, run=said)
+    assert render("pr_body.md", **common, run=run).count("setup") == 0
+    status = render("status_comment.md", phase="starting", run=said, attempts=1, progress=[], links={})
+    assert "> :package: setup: restored from cache in 2 s\n" in status
