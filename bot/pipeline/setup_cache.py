@@ -105,7 +105,11 @@ class RepoSetup:
         store = self.options.store
         if store is None or checkout is None or not isinstance(sandbox, Streams):
             return Lookup(False)
-        key = setup_key(commands, sandbox.image_id(), networked, checkout)
+        try:
+            key = setup_key(commands, sandbox.image_id(), networked, checkout)
+        except (OSError, SandboxError) as exc:  # the cache is an optimisation: setup runs as it always did
+            _count("skip", self.repo, "", why=f"no key: {exc}")
+            return Lookup(False)
         if sandbox.execute(CLEAN_TREE).returncode != 0:  # a tree changed before setup is not the one the key names
             _count("skip", self.repo, key, why="the tree differs from its commit before setup")
             return Lookup(False)
@@ -149,7 +153,7 @@ class RepoSetup:
         try:
             size = store.write(self.repo, key, lambda out: sandbox.stream_out(command, out, max_bytes=cap,
                                                                                timeout=STREAM_TIMEOUT))  # fmt: skip
-        except SandboxError as exc:
+        except (SandboxError, OSError) as exc:  # over the cap, a failing tar, the worker's disk full: not cached
             _count("skip", self.repo, key, why=f"not cached: {exc} (MINIFIX_SETUP_CACHE_MAX_BYTES is {cap:,})")
             return
         _count("store", self.repo, key, bytes=size)
