@@ -135,8 +135,9 @@ class RepoSetup:
             _count("miss", self.repo, key, why=f"restore failed, entry dropped: {exc}")
             _undo(sandbox)
             return Lookup(False, key)
-        self._report(self._restored, time.monotonic() - started)
-        _count("hit", self.repo, key)
+        seconds = time.monotonic() - started
+        self._report(self._restored, seconds)
+        _count("hit", self.repo, key, seconds=round(seconds, 3))
         return Lookup(True)
 
     def store(self, sandbox: Sandbox, lookup: Lookup, seconds: float, cwd: str) -> None:
@@ -149,14 +150,14 @@ class RepoSetup:
         if not _TOP.fullmatch(top) or not store.claim(self.repo, key):
             return  # another sandbox of this process is storing the same key now
         cap = self.options.max_entry_bytes
-        command = SAVE.format(top=top)
+        command, started = SAVE.format(top=top), time.monotonic()
         try:
             size = store.write(self.repo, key, lambda out: sandbox.stream_out(command, out, max_bytes=cap,
                                                                                timeout=STREAM_TIMEOUT))  # fmt: skip
         except (SandboxError, OSError) as exc:  # over the cap, a failing tar, the worker's disk full: not cached
             _count("skip", self.repo, key, why=f"not cached: {exc} (MINIFIX_SETUP_CACHE_MAX_BYTES is {cap:,})")
             return
-        _count("store", self.repo, key, bytes=size)
+        _count("store", self.repo, key, bytes=size, seconds=round(time.monotonic() - started, 3))
 
     def summary(self) -> str:
         """What setup did in this job's sandboxes, for the status comment and the PR: `ran in 41 s` and/or
