@@ -243,7 +243,7 @@ def run_setup(sandbox: Sandbox, commands: list[str], *, networked: bool) -> str:
                 _run_commands(sandbox, commands, setup.options.timeout if setup else SETUP_TIMEOUT)
                 sandbox.end_processes()  # nothing setup started may outlive it into the agent's phase or the save
                 if setup and lookup:
-                    setup.store(sandbox, lookup, time.monotonic() - started, sandbox_cwd(sandbox))
+                    setup.ran(sandbox, lookup, time.monotonic() - started, sandbox_cwd(sandbox))
             excludes = setup_excludes(sandbox.execute(LIST_SETUP_OUTPUT).output)
             sandbox.execute(EXCLUDE_SETUP_OUTPUT)
         if networked:

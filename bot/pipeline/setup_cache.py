@@ -140,8 +140,9 @@ class RepoSetup:
         _count("hit", self.repo, key, seconds=round(seconds, 3))
         return Lookup(True)
 
-    def store(self, sandbox: Sandbox, lookup: Lookup, seconds: float, cwd: str) -> None:
-        """After a setup that ran (and succeeded): save its result under the lookup's key, unless over the cap."""
+    def ran(self, sandbox: Sandbox, lookup: Lookup, seconds: float, cwd: str) -> None:
+        """After a setup that ran and succeeded: say how long it took, and save its result under the lookup's key
+        (unless over the cap, or another sandbox of this process is saving it)."""
         self._report(self._ran, seconds)
         store, key = self.options.store, lookup.key
         if store is None or key is None or not isinstance(sandbox, Streams):
