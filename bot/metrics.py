@@ -44,6 +44,11 @@ JOBS_FINISHED = Counter("minifix_jobs_finished_total", "Job runs ended, by final
 FOLLOWUPS = Counter(
     "minifix_followups_total", "Follow-up jobs ended, by trigger (ci, review) and final status.", ["trigger", "outcome"]
 )
+SETUP_CACHE = Counter(
+    "minifix_setup_cache_total",
+    "Uses of the setup cache: hit (restored), miss (setup ran), store (saved), skip (could not be used or saved).",
+    ["result"],
+)
 JOBS_RUNNING = Gauge("minifix_jobs_running", "Jobs this process is running now.")
 # Only a process with a worker exports it (a labelled gauge has no series until set): dashboards select workers
 # with it, so API-only replicas, whose minifix_jobs_running is always 0, are not counted as workers.

@@ -152,6 +152,14 @@ class Settings(BaseSettings):
     """A repository whose clone is larger than this is refused before it is copied into the sandbox."""
     max_export_bytes: int = 1 << 30
     """The most the sandbox's working directory may hold when the change is taken out."""
+    setup_timeout: int = 1800
+    """Seconds a repository's `setup` commands may take together in one sandbox; past it the run ends as
+    `setup_failed` ("setup took longer than N s")."""
+    setup_cache_bytes: int = 8 << 30
+    """Total bytes of the setup cache (`<data dir>/setup-cache`), least recently used entries dropped past it;
+    0 turns the cache off."""
+    setup_cache_max_bytes: int = 2 << 30
+    """The largest one setup's result may be and still be cached (larger: setup runs in every sandbox)."""
     max_changed_files: int = 10_000
     """An attempt whose tree adds, deletes or resizes more files than this is refused before its diff is computed."""
     max_changed_bytes: int = 64 << 20

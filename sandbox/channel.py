@@ -92,6 +92,17 @@ class FramedStream:
                 return b""
             self._frames += data
 
+    def settimeout(self, seconds: float) -> None:
+        """Bound each later send (a reader sets its own timeouts)."""
+        self._sock.settimeout(seconds)
+
+    def end_input(self) -> None:
+        """Close the exec's stdin (the write half); its output can still be read."""
+        try:
+            self._sock.shutdown(socket.SHUT_WR)
+        except OSError as exc:
+            raise SandboxError(f"lost the connection to the sandbox: {exc}") from exc
+
     def stderr_tail(self) -> str:
         """The last few KiB the exec wrote to stderr."""
         return self._stderr.decode("utf-8", "replace").strip()

@@ -8,7 +8,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import IO, Any
 
 import docker
 import structlog
@@ -31,6 +31,7 @@ from sandbox.engine import (
     translated,
 )
 from sandbox.engine_exec import engine_exec, kill_by_engine
+from sandbox.pipes import stream_in, stream_out
 from sandbox.replies import as_result
 from sandbox.setup_proxy import SetupProxy, disconnect_all
 
@@ -218,6 +219,26 @@ class DockerSandbox:
         with translated(self.config.image):
             chunks, _ = self.client.api.get_archive(self.container_id, self.config.cwd.rstrip("/") + "/.")
             extract_archive(chunks, dest, max_bytes=max_bytes, skip_top=(".git",))
+
+    def image_id(self) -> str:
+        """The id of the image this container was created from (a tag may have moved since)."""
+        with translated(self.config.image):
+            image: str = self.client.api.inspect_container(self.container_id)["Image"]
+        return image
+
+    def stream_out(self, command: str, out: IO[bytes], *, max_bytes: int, timeout: float) -> int:
+        """Write what `command` (as the action user, in its own exec) prints to `out`, never parsed here; the bytes
+        written. StreamTooLarge past `max_bytes`, SandboxError when it fails."""
+        with self._exec_lock:
+            self._check_open()
+            return stream_out(self.client, self.container_id, command, self.config, out, max_bytes=max_bytes,
+                              timeout=timeout)  # fmt: skip
+
+    def stream_in(self, command: str, src: IO[bytes], *, timeout: float) -> None:
+        """Feed `src` to `command`'s stdin (as the action user, in its own exec); SandboxError when it fails."""
+        with self._exec_lock:
+            self._check_open()
+            stream_in(self.client, self.container_id, command, self.config, src, timeout=timeout)
 
     def diff(self) -> str:
         """The changes since `copy_in`: `git add -A && git diff --cached --binary` in the working directory.

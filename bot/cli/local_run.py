@@ -22,6 +22,7 @@ from bot.pipeline.judge import Checks, Judgement, judge
 from bot.pipeline.prtext import attempts_table
 from bot.pipeline.runconfig import Flags, RunConfig, resolve
 from bot.pipeline.runtime import Runtime, print_ignored
+from bot.pipeline.setup_cache import RepoSetup, SetupOptions
 from bot.repo_config import infer
 from bot.repo_config.load import ConfigError, load_repo_config
 from bot.repo_config.schema import RepoConfig
@@ -151,10 +152,11 @@ def _attempt_plan(
 ) -> AttemptPlan:
     """The attempts of one local run: the shared runtime, output under `output`, printed steps."""
     runtime, count = Runtime(settings), resolved.attempts
+    setup = RepoSetup(str(request.repo.resolve()), SetupOptions.from_settings(settings), on_report=_said)
     return AttemptPlan(
         count=count,
         run_id=run_id,
-        factory=runtime.sandboxes(),
+        factory=setup.bind(runtime.sandboxes()),  # the App's setup time limit and cache, for attempts and verify
         sandbox_config=resolved.sandbox,
         agent=resolved.agent,
         model=resolved.model,
@@ -169,6 +171,10 @@ def _attempt_plan(
         on_step=lambda k, event: print_step(event, attempt=k if count > 1 else None),
         on_end=lambda k, how: print(f"attempt {k}: {how}", flush=True) if count > 1 else None,
     )
+
+
+def _said(summary: str) -> None:
+    print(f"setup: {summary}", flush=True)
 
 
 def _write(judgement: Judgement, output: Path, count: int) -> int:

@@ -6,13 +6,14 @@ import time
 import traceback
 from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from bot.eval.attempts import solve_attempts
 from bot.eval.solve import RETRIED_ON_RESUME, EvalContext, solve
 from bot.eval.store import ResultStore
 from bot.eval.tasks import EvalTask
+from bot.pipeline.setup_cache import RepoSetup, SetupOptions
 from bot.trajectory import annotate_trajectory
 
 Print = Callable[[str], None]
@@ -65,7 +66,10 @@ def run_tasks(tasks: list[EvalTask], ctx: EvalContext, store: ResultStore, worke
     if finished:
         say(f"resuming: {progress.done} of {len(tasks)} already finished, {len(todo)} to run")
     with ThreadPoolExecutor(max_workers=max(1, workers), thread_name_prefix="eval") as pool:
-        running: dict[Future[dict[str, Any]], EvalTask] = {pool.submit(_safe_solve, t, ctx): t for t in todo}
+        setup = SetupOptions.from_settings(ctx.settings)  # one setup cache for every task of the eval
+        running: dict[Future[dict[str, Any]], EvalTask] = {
+            pool.submit(_safe_solve, t, with_setup(ctx, t, setup)): t for t in todo
+        }
         try:
             while running:
                 done, _ = wait(running, return_when=FIRST_COMPLETED)
@@ -79,6 +83,11 @@ def run_tasks(tasks: list[EvalTask], ctx: EvalContext, store: ResultStore, worke
             for future in running:
                 future.cancel()
             raise
+
+
+def with_setup(ctx: EvalContext, task: EvalTask, options: SetupOptions) -> EvalContext:
+    """The task's context, its sandboxes carrying its repository's setup (time limit, cache) as the App's do."""
+    return replace(ctx, sandbox=RepoSetup(task.repo or task.git, options).bind(ctx.sandbox))
 
 
 def _safe_solve(task: EvalTask, ctx: EvalContext) -> dict[str, Any]:

@@ -14,6 +14,7 @@ from bot.pipeline.admit import RememberLabel
 from bot.pipeline.capacity import SandboxSlots
 from bot.pipeline.control import StopRuns
 from bot.pipeline.followup import IssueJobs
+from bot.pipeline.setup_cache import SetupOptions
 from bot.settings import Settings
 from sandbox.base import Sandbox, SandboxConfig
 
@@ -33,4 +34,5 @@ class PipelineDeps:
     remember_label: RememberLabel | None = None  # Ledger.remember_label: the webhook path learns renamed labels
     save_trajectory: Callable[[str, str], None] | None = None  # (run id, JSON): where every API replica reads it
     sandbox_slots: SandboxSlots | None = None  # the worker-wide bound on sandboxes, attempts' and verify's (None: none)
+    setup: SetupOptions | None = None  # the setup time limit and cache, one per worker process (None: from settings)
     issue_jobs: IssueJobs | None = None  # Ledger.issue_jobs: how many CI follow-ups a PR already had (None: no bound)

@@ -20,6 +20,7 @@ from bot.pipeline.change import Change, ChangeCaps, compute_change, setup_exclud
 from bot.pipeline.errors import ChangeTooLarge, RunFailed
 from bot.pipeline.exits import SUBMITTED, exit_for
 from bot.pipeline.missing import missing_tool
+from bot.pipeline.setup_cache import setup_of
 from bot.trajectory import TrajectoryWriter
 from sandbox.base import EngineUnavailable, ImageMissing, Sandbox, SandboxConfig, SandboxError
 
@@ -222,7 +223,7 @@ def require_submission(result: AgentResult) -> None:
         raise RunFailed(exit_for(result.exit_status).outcome, detail)
 
 
-SETUP_TIMEOUT = 1800  # seconds for each setup command (installs can be slow)
+SETUP_TIMEOUT = 1800  # seconds all setup commands may take together where no RepoSetup says (installs are slow)
 TEST_TIMEOUT = 1800  # seconds for one run of a test command: the attempt's, verify's and eval's alike
 OUTPUT_TAIL = 3000
 # Whatever setup left untracked (a virtualenv, node_modules, build output) stays out of the agent's diff.
@@ -240,26 +241,54 @@ class Offline(Protocol):
 
 
 def run_setup(sandbox: Sandbox, commands: list[str], *, networked: bool) -> str:
-    """Run the repository's setup commands in order, then cut the network; a failing command ends the run.
+    """Run the repository's setup commands in order (or restore their cached result), then cut the network; a
+    failing command, or a setup past its time limit, ends the run.
 
     Returns exclude patterns for what setup left untracked (a virtualenv, node_modules), for the host's diff:
-    a listing from the sandbox can only keep files out of the change, never put any in."""
+    a listing from the sandbox can only keep files out of the change, never put any in. A restored result leaves
+    the same files, so the same patterns. The repository's setup (time limit, cache) rides on the sandbox
+    (`setup_cache.RepoSetup.bind`); a bare sandbox gets SETUP_TIMEOUT and no cache."""
+    setup, checkout = setup_of(sandbox)
     excludes = ""
     with sandbox_errors():
-        for command in commands:
-            result = sandbox.execute(command, timeout=SETUP_TIMEOUT)
-            if result.returncode != 0:
-                tail = result.output[-OUTPUT_TAIL:]
-                raise RunFailed(Outcome.SETUP_FAILED, f"`{command}` exited with {result.returncode}:\n{tail}")
         if commands:
+            lookup = setup.lookup(sandbox, commands, networked, checkout) if setup else None
+            if lookup is None or not lookup.restored:
+                started = time.monotonic()
+                _run_commands(sandbox, commands, setup.options.timeout if setup else SETUP_TIMEOUT)
+                sandbox.end_processes()  # nothing setup started may outlive it into the agent's phase or the save
+                if setup and lookup:
+                    setup.ran(sandbox, lookup, time.monotonic() - started, sandbox_cwd(sandbox))
             excludes = setup_excludes(sandbox.execute(LIST_SETUP_OUTPUT).output)
             sandbox.execute(EXCLUDE_SETUP_OUTPUT)
-            sandbox.end_processes()  # nothing setup started may outlive it into the agent's phase
         if networked:
             if not isinstance(sandbox, Offline):
                 raise RunFailed(Outcome.SANDBOX_FAILED, "this sandbox cannot cut its network after setup")
             sandbox.disconnect_network()
     return excludes
+
+
+def _run_commands(sandbox: Sandbox, commands: list[str], limit: int) -> None:
+    """Each command in turn, all of them within `limit` seconds together."""
+    deadline = time.monotonic() + limit
+    for command in commands:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise RunFailed(Outcome.SETUP_FAILED, f"setup took longer than {limit} s (MINIFIX_SETUP_TIMEOUT)")
+        result = sandbox.execute(command, timeout=max(1, int(left)))
+        if result.exception_info and deadline - time.monotonic() <= 2:  # killed at the limit it was given
+            raise RunFailed(
+                Outcome.SETUP_FAILED, f"setup took longer than {limit} s (MINIFIX_SETUP_TIMEOUT): `{command}`"
+            )
+        if result.returncode != 0:
+            tail = result.output[-OUTPUT_TAIL:]
+            raise RunFailed(Outcome.SETUP_FAILED, f"`{command}` exited with {result.returncode}:\n{tail}")
+
+
+def sandbox_cwd(sandbox: Sandbox) -> str:
+    """The sandbox's working directory, from its config where it has one (DockerSandbox)."""
+    config = getattr(sandbox, "config", None)
+    return config.cwd if isinstance(config, SandboxConfig) else SandboxConfig().cwd
 
 
 def run_test(sandbox: Sandbox, command: str) -> dict[str, object]:

@@ -34,6 +34,7 @@ from bot.pipeline.publish import (
 )
 from bot.pipeline.report import report, run_link
 from bot.pipeline.runconfig import RunConfig, resolve
+from bot.pipeline.setup_cache import RepoSetup, SetupOptions
 from bot.pipeline.state import RunState
 from bot.pipeline.status import StatusComment
 from bot.pipeline.task import build_task, clean
@@ -145,6 +146,7 @@ def _work(state: RunState, deps: PipelineDeps, resolved: RunConfig) -> None:
     issue = Issue(issue.number, clean(issue.title), issue.body, issue.author, issue.state)
     repo = gh.get_repo()
     sandbox_config = resolved.sandbox
+    deps = replace(deps, sandbox=_repo_setup(state, deps).bind(deps.sandbox))  # attempts' and verify's sandboxes
     plan = jobplan.plan_for(state, deps, resolved)
     with (
         attempts.started(plan) as started,
@@ -208,6 +210,15 @@ def _judged(state: RunState, judgement: Judgement, settings: Settings) -> attemp
         raise judgement.failure
     state.result, state.test, state.link_run_id = chosen.result, judgement.test, chosen.candidate.run_id
     return chosen
+
+
+def _repo_setup(state: RunState, deps: PipelineDeps) -> RepoSetup:
+    """The job's repository setup (time limit, cache); what it did goes into the status comment and the PR."""
+
+    def said(summary: str) -> None:
+        state.run["setup"] = summary  # the status comment's next edit shows it
+
+    return RepoSetup(state.job.repo, deps.setup or SetupOptions.from_settings(deps.settings), on_report=said)
 
 
 def _push(

@@ -24,6 +24,7 @@ from bot.pipeline.followup import IssueJobs
 from bot.pipeline.outbound import redacting
 from bot.pipeline.run import run_pipeline
 from bot.pipeline.runtime import Runtime
+from bot.pipeline.setup_cache import SetupOptions
 from bot.settings import Settings
 from bot.trajectory_store import shared_saver
 from bot.worker.images import SandboxImages
@@ -70,6 +71,7 @@ def build_runner(
     agent_config = runtime.agent_file()
     save_trajectory = shared_saver(settings)  # one database connection per worker process
     slots = SandboxSlots(sandbox_limit(settings))  # shared by every job this process runs
+    setup = SetupOptions.from_settings(settings)  # one setup cache per process, shared by its jobs
 
     def runner(job: Job, cancel: threading.Event) -> JobOutcome:
         from sandbox.engine import DEPLOYMENT_LABEL, JOB_ID_LABEL  # the docker SDK: at a job, never at startup
@@ -87,6 +89,7 @@ def build_runner(
             save_trajectory=save_trajectory,
             sandbox_slots=slots,
             issue_jobs=issue_jobs,
+            setup=setup,
         )
         return run_pipeline(job, cancel, deps)
 

@@ -131,6 +131,22 @@ def test_the_inferred_test_command_and_why_are_in_the_status_comment_and_the_pr(
     assert "The repository's tests run with `python3 -m unittest" in world.model.requests[0][1]["content"]
 
 
+def test_how_setup_went_is_in_the_status_comment_and_the_pr(github: FakeGitHub, tmp_path: Path) -> None:
+    github.add_repo(
+        "acme",
+        "setup",
+        {"calc.py": "def add(a, b):\n    return a - b\n", ".github/mini-fix.yml": "setup:\n  - touch .ready\n"},
+    )
+    world = World(github, tmp_path, [FIX, bash(SUBMIT)])
+    world.issue = github.add_issue("acme/setup", "add() subtracts", "", author="alice")
+    outcome = world.run(repo="acme/setup")
+    assert outcome.status == JobStatus.SUCCEEDED, outcome.error
+    [pr] = github.pulls
+    assert "The repository's setup: ran in 0 s" in pr["body"]  # fake sandboxes cannot stream: no cache
+    assert "> :package: setup: ran in 0 s" in github.comments_on("acme/setup", world.issue)[0]["body"]
+    assert all(".ready" in "".join(box.commands) for box in world.sandboxes)
+
+
 def test_a_second_run_updates_the_same_pr(github: FakeGitHub, tmp_path: Path) -> None:
     world = World(github, tmp_path, [FIX, bash(SUBMIT), bash("echo '# v2' >> calc.py"), bash(SUBMIT)])
     first = world.run()

@@ -1,0 +1,247 @@
+"""A repository's setup, fast the second time: its result saved as one tar stream after a successful setup and
+restored into the next sandbox of the same repository with the same key, instead of running setup again.
+
+Why a tar and not a Docker volume snapshot or `docker commit`: the working directory and HOME are tmpfs mounts
+each sandbox owns (a commit captures neither; a shared volume would let one sandbox write into another's start,
+and would need its own cleanup and size bound on the engine). A tar file per (repository, key) is copied into a
+sandbox that is already network-less and locked down, bounded like any file, and dropped like one.
+
+The stream is written by the image's `tar` inside the sandbox, as the action user, and extracted the same way
+(through an engine exec's stdout and stdin, `sandbox.pipes`): the worker only counts, hashes and stores the bytes,
+never parses or extracts them. (The engine's archive API cannot read the tmpfs HOME, where toolchain caches such
+as GOPATH's modules live, and would extract on the engine's side.) It holds what setup added or changed under the
+working directory (untracked and ignored files, e.g. node_modules, .venv, target; tracked files it rewrote) and
+the action user's HOME; changes setup made inside `.git` are not kept.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any, Protocol, runtime_checkable
+
+import structlog
+
+from bot import metrics
+from bot.pipeline.setup_key import setup_key
+from bot.pipeline.setup_store import CorruptEntry, SetupStore
+from bot.settings import Settings
+from sandbox.base import ExecResult, Sandbox, SandboxConfig, SandboxError
+
+log = structlog.get_logger(__name__)
+SandboxFactory = Callable[[SandboxConfig, str], Sandbox]
+STREAM_TIMEOUT = 900  # seconds to write or read back one entry inside the sandbox
+CLEAN_TREE = 'test -z "$(git status --porcelain --ignored -z | head -c 1)"'
+# What setup left: untracked (ignored too) and rewritten tracked files under the working directory, and HOME.
+SAVE = (
+    "set -o pipefail; {{ {{ git ls-files -z --others --directory; git ls-files -z --modified; }} "
+    '| sed -z \'s|^|{top}/|\'; if [ -d "$HOME" ] && [ -w "$HOME" ]; then printf \'%s\\0\' "${{HOME#/}}"; fi; }} '
+    "| tar -c -f - -C / --null --no-unquote --verbatim-files-from -T -"
+)
+RESTORE = "tar -x -f - -C / -p --no-same-owner"
+# Undo a restore that failed part-way (the tree was clean before it), so setup runs on the checkout as copied in.
+UNDO = (
+    'git reset -q --hard && git clean -q -ffdx && if [ -d "$HOME" ] && [ -w "$HOME" ]; then '
+    'chmod -R u+w "$HOME"; find "$HOME" -mindepth 1 -delete; fi'
+)
+_TOP = re.compile(r"[A-Za-z0-9._/-]+")
+
+
+@runtime_checkable
+class Streams(Protocol):
+    """A sandbox that can stream bytes out of and into a command, and names its image (DockerSandbox)."""
+
+    def image_id(self) -> str: ...
+    def stream_out(self, command: str, out: IO[bytes], *, max_bytes: int, timeout: float) -> int: ...
+    def stream_in(self, command: str, src: IO[bytes], *, timeout: float) -> None: ...
+
+
+@dataclass(frozen=True)
+class SetupOptions:
+    """The deployment's setup rules: the time limit, and the cache (None: off) with its per-entry cap."""
+
+    timeout: int
+    store: SetupStore | None = None
+    max_entry_bytes: int = 2 << 30
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> SetupOptions:
+        """From MINIFIX_SETUP_TIMEOUT, MINIFIX_SETUP_CACHE_BYTES (0: no cache) and MINIFIX_SETUP_CACHE_MAX_BYTES."""
+        store = None
+        if settings.setup_cache_bytes > 0:
+            store = SetupStore(settings.data_dir / "setup-cache", settings.setup_cache_bytes)
+        return cls(settings.setup_timeout, store, settings.setup_cache_max_bytes)
+
+
+@dataclass
+class Lookup:
+    """What the cache said before a sandbox's setup: restored, or the key to store under after it (None: don't)."""
+
+    restored: bool
+    key: str | None = None
+
+
+@dataclass
+class RepoSetup:
+    """One repository's setup in one job or run: its rules, and how each of its sandboxes' setups went."""
+
+    repo: str
+    options: SetupOptions
+    on_report: Callable[[str], None] = lambda _summary: None
+    _ran: list[float] = field(default_factory=list)
+    _restored: list[float] = field(default_factory=list)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def bind(self, factory: SandboxFactory) -> SandboxFactory:
+        """A factory whose sandboxes carry this setup (run_setup finds it on them)."""
+        return lambda config, run_id: SetupSandbox(factory(config, run_id), self)
+
+    def lookup(self, sandbox: Sandbox, commands: list[str], networked: bool, checkout: Path | None) -> Lookup:
+        """Restore the cached result into `sandbox` when there is one for its key; else say where to store it."""
+        store = self.options.store
+        if store is None or checkout is None or not isinstance(sandbox, Streams):
+            return Lookup(False)
+        try:
+            key = setup_key(commands, sandbox.image_id(), networked, checkout)
+        except (OSError, SandboxError) as exc:  # the cache is an optimisation: setup runs as it always did
+            _count("skip", self.repo, "", why=f"no key: {exc}")
+            return Lookup(False)
+        if sandbox.execute(CLEAN_TREE).returncode != 0:  # a tree changed before setup is not the one the key names
+            _count("skip", self.repo, key, why="the tree differs from its commit before setup")
+            return Lookup(False)
+        try:
+            entry = store.open(self.repo, key)
+        except CorruptEntry as exc:
+            store.drop(self.repo, key)
+            _count("miss", self.repo, key, why=f"corrupt entry dropped: {exc}")
+            return Lookup(False, key)
+        if entry is None:
+            _count("miss", self.repo, key)
+            return Lookup(False, key)
+        return self._restore(sandbox, store, key, entry)
+
+    def _restore(self, sandbox: Sandbox, store: SetupStore, key: str, entry: IO[bytes]) -> Lookup:
+        started = time.monotonic()
+        try:
+            with entry:
+                assert isinstance(sandbox, Streams)
+                sandbox.stream_in(RESTORE, entry, timeout=STREAM_TIMEOUT)
+        except SandboxError as exc:
+            store.drop(self.repo, key)
+            _count("miss", self.repo, key, why=f"restore failed, entry dropped: {exc}")
+            _undo(sandbox)
+            return Lookup(False, key)
+        seconds = time.monotonic() - started
+        self._report(self._restored, seconds)
+        _count("hit", self.repo, key, seconds=round(seconds, 3))
+        return Lookup(True)
+
+    def ran(self, sandbox: Sandbox, lookup: Lookup, seconds: float, cwd: str) -> None:
+        """After a setup that ran and succeeded: say how long it took, and save its result under the lookup's key
+        (unless over the cap, or another sandbox of this process is saving it)."""
+        self._report(self._ran, seconds)
+        store, key = self.options.store, lookup.key
+        if store is None or key is None or not isinstance(sandbox, Streams):
+            return
+        top = cwd.strip("/")
+        if not _TOP.fullmatch(top) or not store.claim(self.repo, key):
+            return  # another sandbox of this process is storing the same key now
+        cap = self.options.max_entry_bytes
+        command, started = SAVE.format(top=top), time.monotonic()
+        try:
+            size = store.write(self.repo, key, lambda out: sandbox.stream_out(command, out, max_bytes=cap,
+                                                                               timeout=STREAM_TIMEOUT))  # fmt: skip
+        except (SandboxError, OSError) as exc:  # over the cap, a failing tar, the worker's disk full: not cached
+            _count("skip", self.repo, key, why=f"not cached: {exc} (MINIFIX_SETUP_CACHE_MAX_BYTES is {cap:,})")
+            return
+        _count("store", self.repo, key, bytes=size, seconds=round(time.monotonic() - started, 3))
+
+    def summary(self) -> str:
+        """What setup did in this job's sandboxes, for the status comment and the PR: `ran in 41 s` and/or
+        `restored from cache in 2 s`, with how many sandboxes when more than one."""
+        with self._lock:
+            parts = [_said("ran in", self._ran), _said("restored from cache in", self._restored)]
+        return ", ".join(part for part in parts if part)
+
+    def _report(self, into: list[float], seconds: float) -> None:
+        with self._lock:
+            into.append(seconds)
+        self.on_report(self.summary())
+
+
+class SetupSandbox:
+    """A sandbox of one repository's job: the real one, plus that repository's setup (what it copied in first is
+    the checkout its setup key is read from)."""
+
+    def __init__(self, inner: Sandbox, setup: RepoSetup) -> None:
+        self.inner, self.setup = inner, setup
+        self.checkout: Path | None = None
+
+    def copy_in(self, src: Path, dest: str | None = None) -> None:
+        """Copy in, remembering the first tree copied to the working directory."""
+        self.inner.copy_in(src, dest)
+        if dest is None and self.checkout is None:
+            self.checkout = Path(src)
+
+    def execute(self, command: str, *, timeout: float | None = None, cwd: str | None = None) -> ExecResult:
+        """See `Sandbox.execute`."""
+        return self.inner.execute(command, timeout=timeout, cwd=cwd)
+
+    def diff(self) -> str:
+        """See `Sandbox.diff`."""
+        return self.inner.diff()
+
+    def export_tree(self, dest: Path, *, max_bytes: int) -> None:
+        """See `Sandbox.export_tree`."""
+        self.inner.export_tree(dest, max_bytes=max_bytes)
+
+    def run_check(self, command: str, *, timeout: float) -> ExecResult:
+        """See `Sandbox.run_check`."""
+        return self.inner.run_check(command, timeout=timeout)
+
+    def end_processes(self) -> None:
+        """See `Sandbox.end_processes`."""
+        self.inner.end_processes()
+
+    def template_vars(self) -> dict[str, Any]:
+        """See `Sandbox.template_vars`."""
+        return self.inner.template_vars()
+
+    def close(self) -> None:
+        """See `Sandbox.close`."""
+        self.inner.close()
+
+    def __getattr__(self, name: str) -> Any:
+        """Anything else the real sandbox has (disconnect_network, stream_in, image_id, container_id...)."""
+        if name == "inner":  # not set yet (e.g. while copying): never recurse
+            raise AttributeError(name)
+        return getattr(self.inner, name)
+
+
+def setup_of(sandbox: Sandbox) -> tuple[RepoSetup | None, Path | None]:
+    """The repository setup a sandbox carries, and the checkout it was given (None, None: a bare sandbox)."""
+    if isinstance(sandbox, SetupSandbox):
+        return sandbox.setup, sandbox.checkout
+    return None, None
+
+
+def _undo(sandbox: Sandbox) -> None:
+    result = sandbox.execute(UNDO, timeout=STREAM_TIMEOUT)
+    if result.returncode != 0:
+        raise SandboxError(f"a failed setup cache restore could not be undone: {result.output[-500:]}")
+
+
+def _said(what: str, seconds: list[float]) -> str:
+    if not seconds:
+        return ""
+    count = f" ({len(seconds)} sandboxes)" if len(seconds) > 1 else ""
+    return f"{what} {max(seconds):.0f} s{count}"
+
+
+def _count(result: str, repo: str, key: str, **fields: Any) -> None:
+    metrics.SETUP_CACHE.labels(result=result).inc()
+    log.info(f"setup_cache.{result}", cache_repo=repo, key=key[:12], **fields)

@@ -1,0 +1,169 @@
+"""The setup cache's key (which files count, order, what changes it), its store (LRU bound, corrupt entries) and
+the setup time limit, without Docker (tests/integration/test_setup_cache.py has the real sandbox)."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bot.pipeline.errors import RunFailed
+from bot.pipeline.execute import run_setup
+from bot.pipeline.setup_cache import RepoSetup, SetupOptions, setup_of
+from bot.pipeline.setup_key import dependency_files, setup_key
+from bot.pipeline.setup_store import CorruptEntry, SetupStore, repo_slug
+from bot.render import render
+from bot.settings import Settings
+from sandbox.base import SandboxConfig
+from tests.support.fake_sandbox import FakeSandbox
+
+KEY_A, KEY_B, KEY_C, KEY_D = ("a" * 64, "b" * 64, "c" * 64, "d" * 64)
+
+
+def _tree(root: Path, files: dict[str, str]) -> Path:
+    for name, text in files.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text)
+    return root
+
+
+def test_dependency_files_at_the_top_and_below_but_not_in_installed_trees(tmp_path: Path) -> None:
+    _tree(tmp_path, {
+        "package-lock.json": "{}", "requirements-dev.txt": "x", "build.gradle.kts": "", "README.md": "",
+        "packages/app/yarn.lock": "", "services/api/go.sum": "", "a/b/c/d/Cargo.lock": "",
+        "node_modules/dep/package.json": "{}", ".git/pyproject.toml": "", "src/main.py": "",
+    })  # fmt: skip
+    assert dependency_files(tmp_path) == [
+        "build.gradle.kts",
+        "package-lock.json",
+        "packages/app/yarn.lock",
+        "requirements-dev.txt",
+        "services/api/go.sum",
+    ]  # a/b/c/d is past the depth bound; node_modules and .git are never walked
+
+
+def test_the_key_is_order_independent_and_changes_with_each_input(tmp_path: Path) -> None:
+    files = {"go.mod": "module x\n", "go.sum": "h1:abc\n", "sub/requirements.txt": "six\n"}
+    one = _tree(tmp_path / "one", files)
+    two = _tree(tmp_path / "two", dict(reversed(files.items())))
+    (two / "unrelated.py").write_text("print(1)\n")  # a file setup does not depend on changes nothing
+    key = setup_key(["go mod download"], "sha256:img", False, one)
+    assert setup_key(["go mod download"], "sha256:img", False, two) == key
+    assert setup_key(["go mod download"], "sha256:other", False, one) != key
+    assert setup_key(["go mod download"], "sha256:img", True, one) != key
+    assert setup_key(["go mod download", "true"], "sha256:img", False, one) != key
+    (two / "sub/requirements.txt").write_text("six==1.16\n")
+    assert setup_key(["go mod download"], "sha256:img", False, two) != key
+
+
+def test_a_linked_lockfile_is_hashed_as_a_link_never_followed(tmp_path: Path) -> None:
+    outside = tmp_path / "secret.txt"
+    outside.write_text("worker's own file\n")
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    os.symlink(outside, repo / "poetry.lock")
+    key = setup_key(["poetry install"], "img", False, repo)
+    outside.write_text("changed\n")
+    assert setup_key(["poetry install"], "img", False, repo) == key
+
+
+def _put(store: SetupStore, repo: str, key: str, data: bytes) -> int:
+    assert store.claim(repo, key)
+    return store.write(repo, key, lambda out: out.write(data))
+
+
+def test_the_store_keeps_its_total_dropping_the_least_recently_used(tmp_path: Path) -> None:
+    store = SetupStore(tmp_path, max_total=3000)
+    for key in (KEY_A, KEY_B, KEY_C):
+        _put(store, "o/r", key, b"x" * 1000)
+    for age, key in enumerate((KEY_A, KEY_B, KEY_C)):  # A oldest, C newest
+        os.utime(store.path("o/r", key), (time.time() - 100 + age, time.time() - 100 + age))
+    handle = store.open("o/r", KEY_A)  # used now: B is the least recently used
+    assert handle is not None and handle.read() == b"x" * 1000
+    handle.close()
+
+    _put(store, "o/other", KEY_D, b"y" * 1000)
+
+    assert store.open("o/r", KEY_B) is None
+    assert all(store.open(repo, key) for repo, key in (("o/r", KEY_A), ("o/r", KEY_C), ("o/other", KEY_D)))
+    _put(store, "o/r", KEY_B, b"z" * 5000)  # alone over the bound: not kept
+    assert store.open("o/r", KEY_B) is None
+
+
+def test_a_corrupt_or_unreadable_entry_is_refused(tmp_path: Path) -> None:
+    store = SetupStore(tmp_path, max_total=1 << 20)
+    _put(store, "o/r", KEY_A, b"tar bytes")
+    store.path("o/r", KEY_A).write_bytes(b"tar bytez")
+    with pytest.raises(CorruptEntry, match="checksum"):
+        store.open("o/r", KEY_A)
+    store.path("o/r", KEY_A).with_suffix(".sha256").unlink()
+    with pytest.raises(CorruptEntry, match="cannot read"):
+        store.open("o/r", KEY_A)
+    store.drop("o/r", KEY_A)
+    assert store.open("o/r", KEY_A) is None and not list(tmp_path.glob("*/*"))
+
+
+def test_an_entry_is_written_once_whole_or_not_at_all(tmp_path: Path) -> None:
+    store = SetupStore(tmp_path, max_total=1 << 20)
+    assert store.claim("o/r", KEY_A) and not store.claim("o/r", KEY_A)  # another sandbox is writing it
+
+    def fails(out: object) -> int:
+        raise OSError("sandbox went away")
+
+    with pytest.raises(OSError):
+        store.write("o/r", KEY_A, fails)
+    assert not [p for p in tmp_path.rglob("*") if p.is_file()]  # no partial file
+    assert store.claim("o/r", KEY_A)  # free to be written again
+    with pytest.raises(ValueError):
+        store.path("o/r", "../../etc")
+
+
+def test_repositories_have_their_own_directories() -> None:
+    assert repo_slug("Octo/Widgets") == repo_slug("octo/widgets")  # GitHub's names ignore case
+    assert repo_slug("a/b-c") != repo_slug("a-b/c")
+    assert "/" not in repo_slug("/tmp/../etc") and repo_slug("/tmp/../etc").startswith("tmp+..+etc-")
+
+
+def test_setup_past_its_time_limit_ends_the_run_saying_so() -> None:
+    setup = RepoSetup("o/r", SetupOptions(timeout=1))
+    sandbox = setup.bind(lambda _config, _run_id: FakeSandbox())(SandboxConfig(), "run")
+    with pytest.raises(RunFailed) as failed:
+        run_setup(sandbox, ["true", "sleep 5"], networked=False)
+    assert failed.value.outcome == "setup_failed"
+    assert "setup took longer than 1 s (MINIFIX_SETUP_TIMEOUT)" in failed.value.detail
+
+
+def test_a_sandbox_that_cannot_stream_runs_setup_and_says_how_long(tmp_path: Path) -> None:
+    said: list[str] = []
+    store = SetupStore(tmp_path / "cache", max_total=1 << 20)
+    setup = RepoSetup("o/r", SetupOptions(timeout=60, store=store), on_report=said.append)
+    sandbox = setup.bind(lambda _config, _run_id: FakeSandbox())(SandboxConfig(), "run")
+    (tmp_path / "repo").mkdir()
+    sandbox.copy_in(tmp_path / "repo")
+    assert setup_of(sandbox) == (setup, tmp_path / "repo")
+    run_setup(sandbox, ["true"], networked=False)
+    run_setup(sandbox, ["true"], networked=False)
+    assert said == ["ran in 0 s", "ran in 0 s (2 sandboxes)"]
+    assert not (tmp_path / "cache").exists()  # the fake cannot stream: nothing cached, setup ran both times
+
+
+def test_the_settings_give_the_cache_its_place_and_bounds(tmp_path: Path) -> None:
+    options = SetupOptions.from_settings(Settings(_env_file=None, data_dir=tmp_path, setup_cache_bytes=5 << 30))
+    assert options.store is not None and options.store.root == tmp_path / "setup-cache"
+    assert (options.timeout, options.store.max_total, options.max_entry_bytes) == (1800, 5 << 30, 2 << 30)
+    assert SetupOptions.from_settings(Settings(_env_file=None, data_dir=tmp_path, setup_cache_bytes=0)).store is None
+
+
+def test_the_pr_body_and_status_comment_say_how_setup_went() -> None:
+    run = {"run_id": "r1", "model": "m", "requester": "alice", "retry": False, "exit_status": "Submitted"}
+    stats = {"exit_status": "Submitted", "steps": 1, "prompt_tokens": 1, "completion_tokens": 1, "elapsed": 1}
+    common: dict[str, Any] = {"issue": {"number": 9, "title": "T"}, "stats": stats, "diffstat": [], "summary": "",
+                              "checks": [], "links": {"run": None}, "draft_fallback": False}  # fmt: skip
+    said = {**run, "setup": "restored from cache in 2 s"}
+    assert "The repository's setup: restored from cache in 2 s.\n\n" in render("pr_body.md", **common, run=said)
+    assert render("pr_body.md", **common, run=run).count("setup") == 0
+    status = render("status_comment.md", phase="starting", run=said, attempts=1, progress=[], links={})
+    assert "> :package: setup: restored from cache in 2 s\n" in status
