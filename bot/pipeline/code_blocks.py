@@ -39,7 +39,7 @@ _LEXERS = {
     )
     for language, strings in _STRINGS.items()
 }
-_TEMPLATE_CHUNK = re.compile(r"(?:[^`\\$]|\\.|\$(?!\{))*(?:`|\$\{|\Z)", re.DOTALL)
+_TEMPLATE_CHUNK = re.compile(r"(?:[^`\\$]|\\.|\$(?!\{))*(?:`|\$\{|\\?\Z)", re.DOTALL)
 # A `/` where an operand is expected starts a regular expression; its length is bounded, so a `/` with no end on
 # its line costs a bounded attempt, not a scan of the rest of the file.
 _JS_REGEX = re.compile(r"/(?:[^/\\\n\[]|\\.|\[(?:[^\]\\\n]|\\.){0,200}\]){1,1000}/[A-Za-z]{0,10}")
@@ -71,6 +71,12 @@ class Code:
     def index_at(self, offset: int) -> int:
         """The first token that begins at or after `offset` in the text."""
         return bisect.bisect_left(self.offsets, offset)
+
+    def token_at(self, offset: int) -> int | None:
+        """The index of the token that begins exactly at `offset`; None when that is inside a string or a comment
+        (or between tokens)."""
+        i = self.index_at(offset)
+        return i if i < len(self.offsets) and self.offsets[i] == offset else None
 
 
 def parse(text: str, language: str, asserts: Asserts) -> Code | None:

@@ -105,9 +105,12 @@ def _js_asserts(tk: list[str], i: int) -> bool:
 _ASSERTS = {"go": _go_asserts, "rust": _rust_asserts, "java": _java_asserts, "javascript": _js_asserts}
 
 
-def _block_body(code: Code, offset: int, expects: bool) -> TestBody:
-    """The function body after a header: the first `{…}` after the parameters' `(…)` (none before a `;`)."""
-    i = code.index_at(offset)
+def _block_body(code: Code, offset: int, expects: bool) -> TestBody | None:
+    """The function body after the name at `offset`: the first `{…}` after the parameters' `(…)` (none before a
+    `;`); None when the name is not code (it is inside a string or a comment)."""
+    i = code.token_at(offset)
+    if i is None:
+        return None
     stop = i + HEADER_TOKENS
     while i < min(stop, len(code.tokens)) and code.tokens[i] != "(":
         i += 1
@@ -127,20 +130,22 @@ def _body(digest: str, trivial: bool, asserts: bool, expects: bool) -> TestBody:
 
 
 def _scan_blocks(text: str, language: str, found: list[tuple[str, int, str]]) -> TestMap | None:
-    """The bodies of the tests found (name, offset of the name's end, the attribute lines before it)."""
+    """The bodies of the tests found (name, the offset where it begins, the attribute lines before it)."""
     code = code_blocks.parse(text, language, _ASSERTS[language])
     if code is None:
         return None
     expects = _EXPECTS.get(language)
     tests: TestMap = {}
     for name, offset, header in found:
-        tests[name] = _block_body(code, offset, expects is not None and expects.search(header) is not None)
+        body = _block_body(code, offset, expects is not None and expects.search(header) is not None)
+        if body is not None:
+            tests[name] = body
     return tests
 
 
 def go_tests(text: str) -> TestMap | None:
     """`func TestX(` at the start of a line."""
-    found = [(m.group(1), o + m.end(1), "") for o, line in _lines(text) if (m := _GO.match(line))]
+    found = [(m.group(1), o + m.start(1), "") for o, line in _lines(text) if (m := _GO.match(line))]
     return _scan_blocks(text, "go", found)
 
 
@@ -148,7 +153,7 @@ def _after_attribute(
     text: str, attribute: re.Pattern[str], name: Callable[[str], re.Match[str] | None]
 ) -> list[tuple[str, int, str]]:
     """The functions that follow an attribute line (other attributes and blank lines may come between), each with
-    the offset where its name ends and the text from its first attribute up to its name."""
+    the offset where its name begins and the text from its first attribute up to its name."""
     found, header, pending = [], "", False
     for offset, line in _lines(text):
         start = 0
@@ -157,7 +162,7 @@ def _after_attribute(
         if not pending:
             continue
         if (m := name(line[start:])) is not None:
-            found.append((m.group(1), offset + start + m.end(1), header + line[start : start + m.start()]))
+            found.append((m.group(1), offset + start + m.start(1), header + line[start : start + m.start()]))
             pending = False
         elif not marked:
             header += line
@@ -186,9 +191,9 @@ def js_tests(text: str) -> TestMap | None:
     for offset, line in _lines(text):
         for m in _JS.finditer(line):
             name = next(g for g in m.groups()[1:] if g is not None)
-            at = code.index_at(offset + m.start(1))
-            group = code.groups.get(at)
-            if group is None or code.offsets[at] != offset + m.start(1):  # the `(` is in a string or comment
+            at = code.token_at(offset + m.start(1))
+            group = None if at is None else code.groups.get(at)
+            if group is None:  # the `(` is inside a string or a comment
                 continue
             outline = _js_outline(code, group.start + 2, group.end)
             tests[name] = TestBody(group.digest, _JS_EMPTY.fullmatch(outline) is not None, group.asserts)

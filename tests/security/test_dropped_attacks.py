@@ -74,6 +74,9 @@ GO_TEST = (
     'package calc\n\nimport "testing"\n\nfunc TestMul(t *testing.T) {\n\tif Mul(2, 3) != 6 {\n\t\tt.Fail()\n\t}\n}\n'
 )
 JS_TEST = "const assert = require('node:assert');\n\ntest('muls', () => assert.strictEqual(mul(2, 3), 6));\n"
+# The test's header inside a raw string, then a helper with the test's very body: the name is not code, so no test.
+GO_DECOY = "package calc\n\nvar _ = `\nfunc TestMul(t *testing.T) {`\n\nfunc helper(t *testing.T) {\n"
+GO_DECOY += "\tif Mul(2, 3) != 6 {\n\t\tt.Fail()\n\t}\n}\n"
 
 
 @pytest.mark.parametrize(
@@ -92,8 +95,9 @@ JS_TEST = "const assert = require('node:assert');\n\ntest('muls', () => assert.s
             "test/other.test.js",
             f"// {JS_TEST.splitlines()[2]}\ntest('muls', () => {{}});\n",
         ),
+        ("calc_test.go", GO_TEST, "other_test.go", GO_DECOY),
     ],
-    ids=["go", "javascript"],
+    ids=["go", "javascript", "go-name-in-a-string"],
 )
 def test_a_test_deleted_and_defined_empty_elsewhere_is_dropped_in_go_and_js(
     tmp_path: Path, path: str, test: str, elsewhere: str, decoy: str
