@@ -2,14 +2,15 @@
 
 Decided on the worker from its own trees: the base file from the checkout's git objects at the base commit, the
 changed one from the tree the worker's git built from the host's diff. Python files are read by `pyscan` (`ast` in
-a limited child process; never imported or run); a test file in another language is listed as not checked, and
-a Python file that does not parse on either side, or is too costly to parse, as one the App cannot tell about.
-Go, Rust, Java and JavaScript files go to their line scanners (`test_scanners.py`) through `_other_language`.
+a limited child process; never imported or run), Go, Rust, Java and JavaScript files by their scanners
+(`test_scanners`); a test file in another language is listed as not checked, and a file that does not parse on
+either side, or is too large or too costly to read, as one the App cannot tell about.
 
-A base test counts as dropped when it is gone from its file, or emptied there (its body now only `pass`/`...`/a
-docstring, or no assertion left where it had one), unless a test of the same name with an equivalent body is
-defined in one of the change's test files. Equivalent: the same `ast.dump` of the body without its docstring (so
-layout and comments do not matter, any changed statement does).
+A base test counts as dropped when it is gone from its file, or emptied there (its body now trivial where it was
+not: only `pass`/`...`/a docstring in Python, no statement in the other languages; or no assertion left where it
+had one), unless a test of the same name with an equivalent body is defined in one of the change's test files in
+the same language. Equivalent: the same `ast.dump` of the body without its docstring in Python, the same tokens of
+the body in the others (so layout and comments do not matter, any changed statement does).
 """
 
 from __future__ import annotations
@@ -39,11 +40,13 @@ def dropped_tests(
     found = DroppedTests()
     tests = [p for p in paths if reproduce.matches(p, test_paths) or test_scanners.holds_tests(p)]
     existing = _at_base(checkout, tests)
-    now = {p: _tests_after(after, p, cancel) for p in tests if p.endswith(".py")}
+    now = {p: _tests_after(after, p, cancel) for p in tests if test_scanners.language_of(p)}
     everywhere = _bodies_by_name(now)  # a test moved to another of the change's test files, unchanged, is kept
     for path, (blob, size) in sorted(existing.items()):
-        if not path.endswith(".py"):
-            _other_language(found, checkout, after, path, (blob, size), tests)
+        language = test_scanners.language_of(path)
+        if language is None:
+            if _looks_like_tests(path):
+                found.unchecked.append(path)
             continue
         stopped = cancel is not None and cancel.is_set()
         before = None if stopped or size > MAX_BYTES else find_tests(path, _blob(checkout, blob))
@@ -51,38 +54,16 @@ def dropped_tests(
         if before is None or later is None:
             found.unparsed.append(path)
             continue
-        found.tests += [f"{path}::{name}" for name in sorted(lost(before, later, everywhere))]
+        gone = lost(before, later, everywhere.get(language, {}))
+        found.tests += [f"{path}::{name}" for name in sorted(gone)]
     return found
 
 
-def _other_language(
-    found: DroppedTests, checkout: Path, after: Path, path: str, blob: tuple[str, int], tests: list[str]
-) -> None:
-    """The dispatch to another language's scanner; a test file in a language with none is listed as not checked."""
-    if test_scanners.scanner_for(path) is None:
-        if _looks_like_tests(path):
-            found.unchecked.append(path)
-        return
-    base = _blob(checkout, blob[0]) if blob[1] <= MAX_BYTES else None
-    lost = test_scanners.dropped(path, base, lambda p: _read_after(after, p), tests)
-    if lost is None:
-        found.unparsed.append(path)
-    else:
-        found.tests += [f"{path}::{name}" for name in lost]
-
-
-def _read_after(tree: Path, path: str) -> bytes | None:
-    """The file's first MAX_BYTES + 1 bytes in `tree` (more means too large to read); None when the change deleted
-    it (or made it a link)."""
-    if not trees.present(tree, path):
-        return None
-    with (tree / path).open("rb") as file:
-        return file.read(MAX_BYTES + 1)
-
-
 def find_tests(path: str, source: bytes) -> TestMap | None:
-    """The tests one file defines (the per-language step; Python only here); None: cannot tell."""
-    return pyscan.python_tests(source, MAX_BYTES) if path.endswith(".py") else None
+    """The tests one file defines, by its language's scanner; None: cannot tell."""
+    if path.endswith(".py"):
+        return pyscan.python_tests(source, MAX_BYTES)
+    return test_scanners.scan(path, source)
 
 
 def lost(before: TestMap, after: TestMap, everywhere: dict[str, set[str]]) -> list[str]:
@@ -95,16 +76,18 @@ def lost(before: TestMap, after: TestMap, everywhere: dict[str, set[str]]) -> li
 
 
 def emptied(before: TestBody, after: TestBody) -> bool:
-    """A body reduced to nothing (`pass`, `...`, a docstring), or left without the assertion it had."""
+    """A body reduced to nothing (`pass`, `...`, a docstring; an empty block), or left without the assertion it
+    had."""
     return (after.trivial and not before.trivial) or (before.asserts and not after.asserts)
 
 
-def _bodies_by_name(maps: dict[str, TestMap | None]) -> dict[str, set[str]]:
-    """Every test name in the change's test files after it, with the fingerprints of its bodies there."""
-    bodies: dict[str, set[str]] = {}
-    for tests in maps.values():
+def _bodies_by_name(maps: dict[str, TestMap | None]) -> dict[str, dict[str, set[str]]]:
+    """Per language, every test name in the change's test files after it, with the fingerprints of its bodies."""
+    bodies: dict[str, dict[str, set[str]]] = {}
+    for path, tests in maps.items():
+        same = bodies.setdefault(test_scanners.language_of(path) or "", {})
         for name, body in (tests or {}).items():
-            bodies.setdefault(name, set()).add(body.fingerprint)
+            same.setdefault(name, set()).add(body.fingerprint)
     return bodies
 
 
@@ -139,7 +122,8 @@ def _blob(checkout: Path, blob: str) -> bytes:
 
 
 def _tests_after(tree: Path, path: str, cancel: threading.Event | None) -> TestMap | None:
-    """The tests of `path` in `tree`: none left when the change deleted it (or made it a link)."""
+    """The tests of `path` in `tree`: none left when the change deleted it (or made it a link); None: cannot
+    tell."""
     if not trees.present(tree, path):
         return {}
     if (cancel is not None and cancel.is_set()) or (tree / path).stat().st_size > MAX_BYTES:

@@ -1,7 +1,8 @@
-"""`mini-fix run --attempts 2` on a small JavaScript, Go and Rust repository (made here, no network), in the real
-polyglot sandbox, with a scripted model: one attempt fixes the bug and deletes an existing test, the other fixes it
-and keeps every test. The App infers the test command, names it in the first message, runs the tests itself and
-proposes the attempt that keeps them. Java is left out: Maven offline has no surefire/JUnit in the image to run."""
+"""`mini-fix run --attempts 2` on a small JavaScript, Go, Rust, Java and Python repository (made here, no
+network), in the real polyglot sandbox, with a scripted model: one attempt fixes the bug and deletes an existing
+test, the other fixes it and keeps every test. The App infers the test command, names it in the first message,
+runs the tests itself and proposes the attempt that keeps them. The Java project is an ordinary Maven one (JUnit 5,
+no plugin versions): the image's Maven settings read Debian's repository offline."""
 
 from __future__ import annotations
 
@@ -29,6 +30,7 @@ class Fixture:
     delete: str  # the sed expression that deletes it
     command: str  # the inferred test command
     why: str
+    dropped_as: str = ""  # how the App names the dropped test (default: `dropped_test`)
 
 
 GO = Fixture(
@@ -78,6 +80,57 @@ JS = Fixture(
     command="npm test",
     why="package.json `scripts.test`",
 )
+JAVA = Fixture(
+    files={
+        "pom.xml": """<project xmlns="http://maven.apache.org/POM/4.0.0">
+  <modelVersion>4.0.0</modelVersion>
+  <groupId>example</groupId>
+  <artifactId>calc</artifactId>
+  <version>1.0</version>
+  <properties>
+    <maven.compiler.release>17</maven.compiler.release>
+    <project.build.sourceEncoding>UTF-8</project.build.sourceEncoding>
+  </properties>
+  <dependencies>
+    <dependency>
+      <groupId>org.junit.jupiter</groupId>
+      <artifactId>junit-jupiter</artifactId>
+      <version>5.9.2</version>
+      <scope>test</scope>
+    </dependency>
+  </dependencies>
+</project>
+""",
+        "src/main/java/calc/Calc.java": "package calc;\n\npublic class Calc {\n"
+        "    public static int add(int a, int b) { return a - b; }\n\n"
+        "    public static int mul(int a, int b) { return a * b; }\n}\n",
+        "src/test/java/calc/CalcTest.java": "package calc;\n\n"
+        "import static org.junit.jupiter.api.Assertions.assertEquals;\n\nimport org.junit.jupiter.api.Test;\n\n"
+        "class CalcTest {\n    @Test\n    void adds() {\n        assertEquals(5, Calc.add(2, 3));\n    }\n\n"
+        "    @Test void muls() { assertEquals(6, Calc.mul(2, 3)); }\n}\n",
+    },
+    source="src/main/java/calc/Calc.java",
+    test_file="src/test/java/calc/CalcTest.java",
+    dropped_test="muls",
+    delete="/void muls/d",
+    command="mvn -o -q test",
+    why="inferred from pom.xml",
+)
+PYTHON = Fixture(
+    files={
+        "calc.py": "def add(a, b):\n    return a - b\n\n\ndef mul(a, b):\n    return a * b\n",
+        "test_calc.py": "import unittest\n\nfrom calc import add, mul\n\n\nclass CalcTest(unittest.TestCase):\n"
+        "    def test_add(self):\n        self.assertEqual(add(2, 3), 5)\n\n"
+        "    def test_mul(self):\n        self.assertEqual(mul(2, 3), 6)\n",
+    },
+    source="calc.py",
+    test_file="test_calc.py",
+    dropped_test="test_mul",
+    delete="/def test_mul/,$d",
+    command="python3 -m unittest discover -t . -s .",
+    why="so the standard library's unittest",
+    dropped_as="CalcTest::test_mul",
+)
 
 
 def _git(repo: Path, *args: str) -> None:
@@ -102,7 +155,7 @@ def _run(repo: Path, out: Path, api_base: str) -> subprocess.CompletedProcess[st
     return subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=900)
 
 
-@pytest.mark.parametrize("fixture", [JS, GO, RUST], ids=["javascript", "go", "rust"])
+@pytest.mark.parametrize("fixture", [JS, GO, RUST, JAVA, PYTHON], ids=["javascript", "go", "rust", "java", "python"])
 def test_the_attempt_that_keeps_the_tests_is_proposed(fixture: Fixture, tmp_path: Path) -> None:
     repo = _repo(tmp_path / "repo", fixture)
     fix = f"sed -i 's/a - b/a + b/' {fixture.source}"
@@ -117,7 +170,8 @@ def test_the_attempt_that_keeps_the_tests_is_proposed(fixture: Fixture, tmp_path
     assert result.returncode == 0, report
     assert f"tests: `{fixture.command}` (" in result.stdout and fixture.why in result.stdout
     first = model.requests[0]["messages"][1]["content"]
-    assert f"The repository's tests run with `{fixture.command}`" in first and "unittest" not in first
+    assert f"The repository's tests run with `{fixture.command}`" in first
+    assert "unittest" not in first or fixture is PYTHON
     [dropping, keeping] = sorted(p for p in out.iterdir() if p.is_dir())
     assert f"-{fixture.dropped_test}" not in (keeping / "patch.diff").read_text()
     assert fixture.dropped_test in (dropping / "patch.diff").read_text()
@@ -126,5 +180,5 @@ def test_the_attempt_that_keeps_the_tests_is_proposed(fixture: Fixture, tmp_path
     assert chosen["attempt"] == 2
     assert chosen["test"]["command"] == fixture.command and chosen["test"]["passed"] is True, chosen["test"]
     table = (out / "attempts.md").read_text()
-    assert f"{fixture.test_file}::{fixture.dropped_test}" in table, table
-    print(table)
+    assert f"{fixture.test_file}::{fixture.dropped_as or fixture.dropped_test}" in table, table
+    print(first, table, sep="\n")  # with -s: the task's test instructions and the attempts table

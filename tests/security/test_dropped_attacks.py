@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import threading
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
-from bot.pipeline import pyscan, trees
+from bot.pipeline import code_blocks, pyscan, test_scanners, trees
 from bot.pipeline.candidates import DroppedTests
 from bot.pipeline.dropped import MAX_BYTES, dropped_tests
 from bot.repo_config.schema import RepoConfig
-from tests.support.candidates import FIX, calc_base, candidate
+from tests.support.buggy_repos import build
+from tests.support.candidates import CALC, FIX, calc_base, candidate
 
 GLOBS = RepoConfig().test_paths
 OPS = "tests/test_ops.py"
@@ -66,3 +68,74 @@ def test_a_stopped_job_reads_no_more_files(tmp_path: Path) -> None:
     stop.set()
     found = _check(tmp_path, FIX, (OPS, HEAD + "        pass\n"), cancel=stop)
     assert found.unparsed == [OPS] and found.tests == []
+
+
+GO_TEST = (
+    'package calc\n\nimport "testing"\n\nfunc TestMul(t *testing.T) {\n\tif Mul(2, 3) != 6 {\n\t\tt.Fail()\n\t}\n}\n'
+)
+JS_TEST = "const assert = require('node:assert');\n\ntest('muls', () => assert.strictEqual(mul(2, 3), 6));\n"
+# The test's header inside a raw string, then a helper with the test's very body: the name is not code, so no test.
+GO_DECOY = "package calc\n\nvar _ = `\nfunc TestMul(t *testing.T) {`\n\nfunc helper(t *testing.T) {\n"
+GO_DECOY += "\tif Mul(2, 3) != 6 {\n\t\tt.Fail()\n\t}\n}\n"
+
+
+@pytest.mark.parametrize(
+    ("path", "test", "elsewhere", "decoy"),
+    [
+        # the original body kept in a comment and a string beside the empty test does not make it equivalent
+        (
+            "calc_test.go",
+            GO_TEST,
+            "other_test.go",
+            'package calc\n\nfunc TestMul(t *testing.T) {\n\t_ = "t.Fatal("\n}\n',
+        ),
+        (
+            "test/calc.test.js",
+            JS_TEST,
+            "test/other.test.js",
+            f"// {JS_TEST.splitlines()[2]}\ntest('muls', () => {{}});\n",
+        ),
+        ("calc_test.go", GO_TEST, "other_test.go", GO_DECOY),
+    ],
+    ids=["go", "javascript", "go-name-in-a-string"],
+)
+def test_a_test_deleted_and_defined_empty_elsewhere_is_dropped_in_go_and_js(
+    tmp_path: Path, path: str, test: str, elsewhere: str, decoy: str
+) -> None:
+    base = build(replace(CALC, files={**CALC.files, path: test}), tmp_path / "calc")
+    change = candidate(base, 9, (path, None), (elsewhere, decoy)).change
+    assert change is not None
+    trees.base_tree(base, tmp_path / "after")
+    trees.apply(tmp_path / "after", change.diff)
+    found = dropped_tests(base, tmp_path / "after", change.paths, [*GLOBS, "*_test.go", "test/**"])
+    name = "TestMul" if path.endswith(".go") else "muls"
+    assert found.tests == [f"{path}::{name}"] and found.unparsed == []
+
+
+HEADER = b"func TestA(t *testing.T) {\n"
+TOKENS = code_blocks.MAX_TOKENS
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        HEADER + b"{" * (TOKENS - 100),  # nesting deeper than any recursion could go
+        HEADER + b"(" * 1000 + b")]}" * ((TOKENS - 2000) // 3),  # closers of the wrong kind or with no opener
+        HEADER + b"/*" * (test_scanners.MAX_BYTES // 4),  # comments that never end
+        HEADER + (b'"' + b"x" * 40 + b"\n") * (test_scanners.MAX_BYTES // 50),  # strings that never end
+    ],
+    ids=["deep", "unmatched", "unterminated-comments", "unterminated-strings"],
+)
+def test_hostile_go_files_are_read_in_one_pass(source: bytes) -> None:
+    found = test_scanners.scan("a_test.go", source)  # no recursion, no rescanning: it returns
+    assert found is not None and set(found) == {"TestA"}
+
+
+def test_a_file_of_too_many_tokens_cannot_be_told() -> None:
+    assert test_scanners.scan("a_test.go", HEADER + b"x " * (TOKENS + 1)) is None
+
+
+def test_hostile_js_regex_starts_are_bounded() -> None:
+    source = b"test('a', () => {\n" + b"(/[" * (TOKENS // 3 - 10) + b"});\n"
+    found = test_scanners.scan("a.test.js", source)
+    assert found is not None and set(found) == {"a"}

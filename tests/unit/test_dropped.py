@@ -6,6 +6,8 @@ import shutil
 from dataclasses import replace
 from pathlib import Path
 
+import pytest
+
 from bot.pipeline import trees
 from bot.pipeline.dropped import MAX_BYTES, defined_tests, dropped_tests
 from bot.repo_config.schema import RepoConfig
@@ -141,3 +143,63 @@ def test_a_test_moved_to_another_test_file_is_not_dropped(tmp_path: Path) -> Non
     )
     found = dropped_tests(base, after, paths, GLOBS)
     assert found.tests == [] and found.unparsed == []
+
+
+# Per language: a test file with one asserting test, the same test emptied in place, and a file it may move to.
+EMPTIED = {
+    "go": (
+        "calc_test.go",
+        'package calc\n\nimport "testing"\n\n'
+        'func TestMul(t *testing.T) {\n\tif Mul(2, 3) != 6 {\n\t\tt.Fatal("mul")\n\t}\n}\n',
+        'package calc\n\nimport "testing"\n\nfunc TestMul(t *testing.T) {\n\tMul(2, 3)\n}\n',
+        "more_test.go",
+    ),
+    "rust": (
+        "tests/lib.rs",
+        "#[test]\nfn muls() {\n    assert_eq!(calc::mul(2, 3), 6);\n}\n",
+        "#[test]\nfn muls() {}\n",
+        "tests/more.rs",
+    ),
+    "java": (
+        "src/test/java/calc/CalcTest.java",
+        "class CalcTest {\n  @Test\n  void muls() {\n    assertEquals(6, Calc.mul(2, 3));\n  }\n}\n",
+        "class CalcTest {\n  @Test\n  void muls() {\n    Calc.mul(2, 3);\n  }\n}\n",
+        "src/test/java/calc/MoreTest.java",
+    ),
+    "javascript": (
+        "test/calc.test.js",
+        "test('muls', () => assert.strictEqual(mul(2, 3), 6));\n",
+        "test('muls', () => {});\n",
+        "test/more.test.js",
+    ),
+}
+POLYGLOT_GLOBS = [*GLOBS, "*_test.go", "src/test/**", "test/**"]
+
+
+def _polyglot(tmp_path: Path, language: str) -> Path:
+    path, kept, _, _ = EMPTIED[language]
+    return build(replace(CALC, files={**CALC.files, path: kept}), tmp_path / "calc")
+
+
+@pytest.mark.parametrize("language", list(EMPTIED))
+def test_a_test_emptied_in_place_is_dropped_in_every_language(tmp_path: Path, language: str) -> None:
+    path, _, emptied, _ = EMPTIED[language]
+    base = _polyglot(tmp_path, language)
+    after, paths = _after(base, tmp_path / "after", (path, emptied))
+    found = dropped_tests(base, after, paths, POLYGLOT_GLOBS)
+    assert [t.rsplit("::", 1)[1] for t in found.tests] == [next(n for n in ("TestMul", "muls") if n in emptied)]
+
+
+@pytest.mark.parametrize("language", list(EMPTIED))
+def test_a_moved_test_is_kept_only_with_an_equivalent_body(tmp_path: Path, language: str) -> None:
+    path, kept, emptied, other = EMPTIED[language]
+    base = _polyglot(tmp_path, language)
+    reformatted = kept.replace("(2, 3)", "(2,  3)").replace("\n}", "  // moved here\n}")
+    after, paths = _after(base, tmp_path / "moved", (path, None), (other, reformatted))
+    assert dropped_tests(base, after, paths, POLYGLOT_GLOBS).tests == []
+
+    shutil.rmtree(base.parent / "attempt-9")
+    after, paths = _after(base, tmp_path / "emptied", (path, None), (other, emptied))
+    assert dropped_tests(base, after, paths, POLYGLOT_GLOBS).tests == [
+        f"{path}::{'TestMul' if language == 'go' else 'muls'}"
+    ]
