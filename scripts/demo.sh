@@ -46,7 +46,7 @@ step "mini-fix run (the agent in the sandbox; a few minutes on a CPU)" .venv/bin
 import json
 import sys
 from pathlib import Path
-from bot.pipeline.transcript import steps_from_messages
+from bot.pipeline.attempts.transcript import steps_from_messages
 from tests.support.buggy_repos import CALC, resolved
 
 work = Path(sys.argv[1])

@@ -14,15 +14,15 @@ from bot.agent.config import missing_api_base
 from bot.agent.loop import StepEvent
 from bot.eval.hostgit import GitFailed, base_checkout, git
 from bot.eval.quarantine import quarantined
-from bot.pipeline.attempts import Attempt, AttemptPlan, started
-from bot.pipeline.capacity import JobBudget
-from bot.pipeline.execute import SANDBOX_FAILURES
-from bot.pipeline.exits import SUBMITTED, exit_for
-from bot.pipeline.judge import Checks, Judgement, judge
-from bot.pipeline.prtext import attempts_table
-from bot.pipeline.runconfig import Flags, RunConfig, resolve
+from bot.pipeline.admit.capacity import JobBudget
+from bot.pipeline.admit.runconfig import Flags, RunConfig, resolve
+from bot.pipeline.attempts.engine import Attempt, AttemptPlan, started
+from bot.pipeline.attempts.execute import SANDBOX_FAILURES
+from bot.pipeline.attempts.exits import SUBMITTED, exit_for
+from bot.pipeline.attempts.setup_cache import RepoSetup, SetupOptions
+from bot.pipeline.judge.judgement import Checks, Judgement, judge
+from bot.pipeline.publish.prtext import attempts_table
 from bot.pipeline.runtime import Runtime, print_ignored
-from bot.pipeline.setup_cache import RepoSetup, SetupOptions
 from bot.repo_config import infer
 from bot.repo_config.load import ConfigError, load_repo_config
 from bot.repo_config.schema import RepoConfig

@@ -1,10 +1,10 @@
 """`mini-fix eval --attempts N`: N attempts at one task, verified and chosen as the App does.
 
-The attempts run in the App's engine (`pipeline/attempts.py`), up to `--attempt-workers K` at a time (default all N,
-in parallel; K=1 one after another, in order, for a model server that answers one request at a time). Each attempt
-has its own sandbox, temperature (`agent.attempt_temperatures`), trajectory and run id. The App's own judge picks
-one; that one is graded (`resolved`), and so is every other submitted attempt, so the report also says whether any
-attempt solved the task (`any_resolved`): how good the choice was.
+The attempts run in the App's engine (`pipeline/attempts/engine.py`), up to `--attempt-workers K` at a time
+(default all N, in parallel; K=1 one after another, in order, for a model server that answers one request at a
+time). Each attempt has its own sandbox, temperature (`agent.attempt_temperatures`), trajectory and run id. The App's
+own judge picks one; that one is graded (`resolved`), and so is every other submitted attempt, so the report also
+says whether any attempt solved the task (`any_resolved`): how good the choice was.
 """
 
 from __future__ import annotations
@@ -30,10 +30,10 @@ from bot.eval.solve import (
     since,
 )
 from bot.eval.tasks import EvalTask
-from bot.pipeline.attempts import Attempt
-from bot.pipeline.candidates import Candidate, Choice
-from bot.pipeline.choose import reproductions_passed
-from bot.pipeline.judge import Checks, judge
+from bot.pipeline.attempts.engine import Attempt
+from bot.pipeline.judge.candidates import Candidate, Choice
+from bot.pipeline.judge.judgement import Checks, judge
+from bot.pipeline.judge.ranking import reproductions_passed
 from bot.trajectory import annotate_trajectory
 
 TOTALS = ("steps", "tokens", "prompt_tokens", "completion_tokens", "format_errors", "model_seconds")

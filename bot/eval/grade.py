@@ -10,7 +10,7 @@ from typing import Any
 from bot.eval.hostgit import GitFailed, apply_patch, base_checkout
 from bot.eval.tasks import EvalTask
 from bot.pipeline.errors import SetupFailed
-from bot.pipeline.testbed import SandboxFactory, prepared, run_tests
+from bot.pipeline.judge.testbed import SandboxFactory, prepared, run_tests
 from sandbox.base import SandboxConfig, SandboxError
 
 

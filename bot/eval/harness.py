@@ -13,7 +13,7 @@ from bot.eval.attempts import solve_attempts
 from bot.eval.solve import RETRIED_ON_RESUME, EvalContext, solve
 from bot.eval.store import ResultStore
 from bot.eval.tasks import EvalTask
-from bot.pipeline.setup_cache import RepoSetup, SetupOptions
+from bot.pipeline.attempts.setup_cache import RepoSetup, SetupOptions
 from bot.trajectory import annotate_trajectory
 
 Print = Callable[[str], None]

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from bot.eval.quarantine import quarantined
 from bot.pipeline.errors import GitError
-from bot.pipeline.gitops import git_bytes
+from bot.pipeline.publish.gitops import git_bytes
 
 GitFailed = GitError
 """A git step failed; the message says which and git's own reason (the worker's own git error)."""

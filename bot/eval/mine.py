@@ -14,9 +14,9 @@ from typing import Any
 from bot.eval.history import Candidate, load_issues, problem_statement, scan
 from bot.eval.hostgit import GitFailed, apply_patch, base_checkout
 from bot.eval.tasks import EvalTask
+from bot.pipeline.attempts.execute import TEST_TIMEOUT
 from bot.pipeline.errors import SetupFailed
-from bot.pipeline.execute import TEST_TIMEOUT
-from bot.pipeline.testbed import SandboxFactory, prepared, run_tests
+from bot.pipeline.judge.testbed import SandboxFactory, prepared, run_tests
 from bot.repo_config.schema import RepoConfig
 from sandbox.base import SandboxConfig, SandboxError
 

@@ -17,14 +17,14 @@ from bot.agent.model_base import Model
 from bot.eval.grade import Grade, grade
 from bot.eval.hostgit import GitFailed, base_checkout
 from bot.eval.tasks import EvalTask
-from bot.pipeline.admit import guidance
-from bot.pipeline.attempts import Attempt, AttemptPlan, attempt_run_id, started
-from bot.pipeline.capacity import JobBudget
+from bot.pipeline.admit.capacity import JobBudget
+from bot.pipeline.admit.gate import guidance
+from bot.pipeline.admit.runconfig import NO_FLAGS, Flags, RunConfig, resolve
+from bot.pipeline.attempts.engine import Attempt, AttemptPlan, attempt_run_id, started
+from bot.pipeline.attempts.exits import SUBMITTED
 from bot.pipeline.errors import RunFailed
-from bot.pipeline.exits import SUBMITTED
-from bot.pipeline.runconfig import NO_FLAGS, Flags, RunConfig, resolve
-from bot.pipeline.task import MAX_TASK_CHARS, cap, clean
-from bot.pipeline.testbed import SandboxFactory
+from bot.pipeline.judge.testbed import SandboxFactory
+from bot.pipeline.task.issue import MAX_TASK_CHARS, cap, clean
 from bot.settings import Settings
 from sandbox.base import SandboxConfig
 

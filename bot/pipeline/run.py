@@ -12,18 +12,19 @@ import structlog
 
 from bot.github.gateway import GitHubError, GitHubGateway, Issue, RateLimited, RepoInfo, can_write
 from bot.jobs import SHUTDOWN_REASON, Job, JobKind, JobOutcome, JobStatus, Outcome, RunInfo, cancel_reason
-from bot.pipeline import attempts, branch, execute, followup, gitops, jobplan
-from bot.pipeline.admit import admit, guidance, reader
-from bot.pipeline.choose import dropped_text
-from bot.pipeline.control import run_control
-from bot.pipeline.deferral import rate_limited
+from bot.pipeline.admit.control import run_control
+from bot.pipeline.admit.deferral import rate_limited
+from bot.pipeline.admit.gate import admit, guidance, reader
+from bot.pipeline.admit.runconfig import RunConfig, resolve
+from bot.pipeline.attempts import engine, execute, jobplan
+from bot.pipeline.attempts.setup_cache import RepoSetup, SetupOptions
 from bot.pipeline.deps import PipelineDeps
 from bot.pipeline.errors import RunFailed
-from bot.pipeline.feedback import review_feedback
-from bot.pipeline.judge import Checks, Judgement, judge
-from bot.pipeline.outbound import RedactingGateway
-from bot.pipeline.prtext import attempts_table, dropped_notes, evidence
-from bot.pipeline.publish import (
+from bot.pipeline.judge.judgement import Checks, Judgement, judge
+from bot.pipeline.judge.ranking import dropped_text
+from bot.pipeline.publish import branch, gitops
+from bot.pipeline.publish.outbound import RedactingGateway
+from bot.pipeline.publish.pr import (
     WIP_PREFIX,
     attach_trajectory,
     duplicate_pr,
@@ -32,13 +33,14 @@ from bot.pipeline.publish import (
     push_change,
     wip_note,
 )
-from bot.pipeline.report import report, run_link
-from bot.pipeline.runconfig import RunConfig, resolve
-from bot.pipeline.setup_cache import RepoSetup, SetupOptions
+from bot.pipeline.publish.prtext import attempts_table, dropped_notes, evidence
+from bot.pipeline.publish.report import report, run_link
+from bot.pipeline.publish.status import StatusComment
+from bot.pipeline.publish.tokens import FreshToken
 from bot.pipeline.state import RunState
-from bot.pipeline.status import StatusComment
-from bot.pipeline.task import build_task, clean
-from bot.pipeline.tokens import FreshToken
+from bot.pipeline.task import followup
+from bot.pipeline.task.feedback import review_feedback
+from bot.pipeline.task.issue import build_task, clean
 from bot.render import render
 from bot.repo_config import devcontainer, infer
 from bot.settings import Settings
@@ -149,7 +151,7 @@ def _work(state: RunState, deps: PipelineDeps, resolved: RunConfig) -> None:
     deps = replace(deps, sandbox=_repo_setup(state, deps).bind(deps.sandbox))  # attempts' and verify's sandboxes
     plan = jobplan.plan_for(state, deps, resolved)
     with (
-        attempts.started(plan) as started,
+        engine.started(plan) as started,
         tempfile.TemporaryDirectory(prefix=f"mini-fix-{run_id}-", dir=deps.workdir) as name,
     ):
         tmp = Path(name)
@@ -192,7 +194,7 @@ def _work(state: RunState, deps: PipelineDeps, resolved: RunConfig) -> None:
     followup.answer(state.job, gh, run_id)
 
 
-def _judged(state: RunState, judgement: Judgement, settings: Settings) -> attempts.Attempt:
+def _judged(state: RunState, judgement: Judgement, settings: Settings) -> engine.Attempt:
     """What the run learns from the judgement (the one place RunState takes it): the attempt to publish, or the
     job's ending raised (a stopped job's, before anything else is taken)."""
     state.candidates = judgement.candidates
@@ -254,7 +256,7 @@ def _builds_on(checkout: Path, token: FreshToken, start: branch.Start) -> str:
         return ""
 
 
-def _resolve_tests(state: RunState, plan: attempts.AttemptPlan, checkout: Path) -> None:
+def _resolve_tests(state: RunState, plan: engine.AttemptPlan, checkout: Path) -> None:
     """The test command (configured, else inferred from the clone) for the attempts, the checks and the comments."""
     state.config, testing = infer.resolve(state.config, checkout)
     plan.config, plan.testing = state.config, testing.template_vars()

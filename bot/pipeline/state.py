@@ -9,9 +9,9 @@ from bot.agent.config import MiniFixAgentConfig, ModelConfig
 from bot.agent.loop import AgentResult
 from bot.github.gateway import GitHubGateway
 from bot.jobs import Job, RunInfo
-from bot.pipeline.candidates import Candidate
-from bot.pipeline.publish import Published
-from bot.pipeline.status import StatusComment
+from bot.pipeline.judge.candidates import Candidate
+from bot.pipeline.publish.pr import Published
+from bot.pipeline.publish.status import StatusComment
 from bot.repo_config.schema import RepoConfig
 
 

@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 import pytest
 
-from bot.pipeline import execute as steps
+from bot.pipeline.attempts import execute as steps
 from bot.pipeline.errors import RunFailed
 from sandbox.base import SandboxError
 from sandbox.docker import DockerSandbox

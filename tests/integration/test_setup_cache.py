@@ -11,10 +11,10 @@ import docker
 import pytest
 
 from bot import metrics
-from bot.pipeline.execute import run_setup, take_change
-from bot.pipeline.setup_cache import RepoSetup, SetupOptions
-from bot.pipeline.setup_store import SetupStore
-from bot.pipeline.testbed import prepared
+from bot.pipeline.attempts.execute import run_setup, take_change
+from bot.pipeline.attempts.setup_cache import RepoSetup, SetupOptions
+from bot.pipeline.attempts.setup_store import SetupStore
+from bot.pipeline.judge.testbed import prepared
 from bot.repo_config.schema import RepoConfig
 from sandbox.base import Sandbox, SandboxConfig
 from sandbox.docker import DockerSandbox

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from bot.pipeline.attempts.execute import run_setup, run_test
 from bot.pipeline.errors import RunFailed
-from bot.pipeline.execute import run_setup, run_test
 from sandbox.docker import DockerSandbox
 
 pytestmark = pytest.mark.docker

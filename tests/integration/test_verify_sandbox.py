@@ -8,8 +8,8 @@ from pathlib import Path
 import docker
 import pytest
 
-from bot.pipeline.choose import choose
-from bot.pipeline.verify import verify
+from bot.pipeline.judge.ranking import choose
+from bot.pipeline.judge.verify import verify
 from bot.repo_config.schema import RepoConfig
 from sandbox.base import Sandbox, SandboxConfig
 from sandbox.docker import DockerSandbox

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from bot.agent.config import DEFAULT_CONFIG_PATH
-from bot.pipeline.exits import EXITS
+from bot.pipeline.attempts.exits import EXITS
 from tests.realmodel.conftest import TIER_CONFIG, RealModel
 from tests.support.buggy_repos import CALC, build
 

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 import pytest
 
 from bot.github.app import GitHubApp
-from bot.pipeline.admit import reader
+from bot.pipeline.admit.gate import reader
 from bot.repo_config.load import ConfigError, LoadedConfig, load_repo_config
 from bot.settings import Settings
 from tests.support.fake_github import FakeGitHub, throwaway_key

@@ -13,11 +13,11 @@ from pydantic import SecretStr
 
 from bot import signing
 from bot.jobs import Outcome
-from bot.pipeline import gitops
-from bot.pipeline.admit import guidance
-from bot.pipeline.ceilings import clamp
-from bot.pipeline.checks import untrusted_summary
-from bot.pipeline.outbound import RedactingGateway
+from bot.pipeline.admit.ceilings import clamp
+from bot.pipeline.admit.gate import guidance
+from bot.pipeline.judge.checks import untrusted_summary
+from bot.pipeline.publish import gitops
+from bot.pipeline.publish.outbound import RedactingGateway
 from bot.render import outcome, render, untrusted
 from bot.repo_config.schema import RepoConfig
 from bot.settings import Settings
@@ -175,7 +175,7 @@ def test_signed_links_expire_and_malformed_signatures_are_refused() -> None:
 
 def test_a_clone_over_the_size_cap_is_refused_before_the_sandbox_sees_it(github: FakeGitHub, tmp_path: Path) -> None:
     from bot.github.gateway import RepoInfo
-    from bot.pipeline.execute import RunFailed, clone
+    from bot.pipeline.attempts.execute import RunFailed, clone
 
     token = str(github.mint(7, {"repositories": ["widgets"]})["token"])
     info = RepoInfo("acme/widgets", "main", f"{github.base_url}/acme/widgets.git", private=False)

@@ -6,8 +6,8 @@ import threading
 
 import pytest
 
+from bot.pipeline.attempts.execute import closed_on_cancel
 from bot.pipeline.errors import RunFailed
-from bot.pipeline.execute import closed_on_cancel
 from tests.support.fake_sandbox import FakeSandbox
 
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from bot.pipeline import trees
-from bot.pipeline.dropped import MAX_BYTES, defined_tests, dropped_tests
+from bot.pipeline.judge import trees
+from bot.pipeline.judge.dropped import MAX_BYTES, defined_tests, dropped_tests
 from bot.repo_config.schema import RepoConfig
 from tests.support.buggy_repos import build
 from tests.support.candidates import CALC, FIX, REPRO, calc_base, candidate

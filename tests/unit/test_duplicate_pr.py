@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from bot.pipeline.publish import closes
+from bot.pipeline.publish.pr import closes
 from tests.support.fake_github import FakeGitHub
 from tests.support.scripted_model import bash
 from tests.unit.test_pipeline import FIX, REPO, SUBMIT, World, github

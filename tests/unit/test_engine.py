@@ -8,8 +8,8 @@ from pathlib import Path
 from bot.agent.config import ModelConfig, load_config
 from bot.agent.model_base import Model
 from bot.jobs import Outcome
-from bot.pipeline.attempts import AttemptPlan, started
-from bot.pipeline.capacity import JobBudget, Turns
+from bot.pipeline.admit.capacity import JobBudget, Turns
+from bot.pipeline.attempts.engine import AttemptPlan, started
 from bot.repo_config.schema import RepoConfig
 from sandbox.base import SandboxConfig
 from tests.support.fake_sandbox import FakeSandbox

@@ -14,10 +14,10 @@ import respx
 from bot.github.app import GitHubApp, RepoGateway
 from bot.github.gateway import BotIdentity, PullRequest
 from bot.jobs import Job, JobDetails, JobKind, JobStatus
-from bot.pipeline.ceilings import clamp
-from bot.pipeline.ci_evidence import log_tail, read_evidence
-from bot.pipeline.followup import ci_done, ci_limit, gate
-from bot.pipeline.untrusted import quoted
+from bot.pipeline.admit.ceilings import clamp
+from bot.pipeline.task.ci_evidence import log_tail, read_evidence
+from bot.pipeline.task.followup import ci_done, ci_limit, gate
+from bot.pipeline.task.untrusted import quoted
 from bot.repo_config.schema import RepoConfig
 from bot.settings import Settings
 from tests.support.fake_github import throwaway_key

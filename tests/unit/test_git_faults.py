@@ -11,8 +11,8 @@ import tenacity
 
 from bot.github.gateway import GitToken
 from bot.jobs import JobStatus
-from bot.pipeline import gitops
-from bot.pipeline.tokens import FreshToken
+from bot.pipeline.publish import gitops
+from bot.pipeline.publish.tokens import FreshToken
 from tests.support.fake_github import FakeGitHub
 from tests.support.scripted_model import ScriptedModel, bash
 from tests.unit.test_pipeline import FIX, REPO, SUBMIT, World, github

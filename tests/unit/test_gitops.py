@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from bot.github.gateway import BotIdentity
-from bot.pipeline import diffpaths, gitops
+from bot.pipeline.judge import diffpaths
+from bot.pipeline.publish import gitops
 from tests.support.fake_github import FakeGitHub
 
 BOT = BotIdentity("mini-fix[bot]", "1+mini-fix[bot]@users.noreply.github.com")

@@ -13,9 +13,9 @@ import pytest
 
 from bot.agent.loop import AgentResult
 from bot.jobs import Outcome
-from bot.pipeline.attempts import Attempt
-from bot.pipeline.candidates import Candidate
-from bot.pipeline.judge import Checks, judge
+from bot.pipeline.attempts.engine import Attempt
+from bot.pipeline.judge.candidates import Candidate
+from bot.pipeline.judge.judgement import Checks, judge
 from bot.repo_config.schema import RepoConfig
 from sandbox.base import SandboxConfig
 from tests.support.candidates import CLAIM, FIX, REPO_TEST, REPRO, calc_base, candidate

@@ -7,7 +7,7 @@ from typing import Any
 
 from bot.github.gateway import GitHubGateway
 from bot.jobs import Job, JobKind
-from bot.pipeline.outbound import RedactingGateway, redacting
+from bot.pipeline.publish.outbound import RedactingGateway, redacting
 from bot.worker.notices import gave_up_notifier
 
 SECRET = "ghs_0123456789abcdefghijklmnopqrstuvwxyzAB"

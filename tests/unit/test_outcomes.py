@@ -5,7 +5,7 @@ from __future__ import annotations
 import yaml
 
 from bot.jobs import Outcome
-from bot.pipeline.exits import EXITS
+from bot.pipeline.attempts.exits import EXITS
 from bot.render import PROMPTS_DIR
 
 TABLE = yaml.safe_load((PROMPTS_DIR / "outcomes.yaml").read_text())

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 import yaml
 
-from bot.pipeline.transcript import elide_middle, render_trajectory, steps_from_messages
+from bot.pipeline.attempts.transcript import elide_middle, render_trajectory, steps_from_messages
 from bot.render import PROMPTS_DIR, diffstat, fence, nomention, outcome, render
 
 RUN = {"run_id": "r1", "model": "m", "requester": "alice", "retry": False, "exit_status": "Submitted"}

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from bot.pipeline import reproduce
-from bot.pipeline.reproduce import command, infer, matches, runnable, template
+from bot.pipeline.judge import reproduce
+from bot.pipeline.judge.reproduce import command, infer, matches, runnable, template
 from bot.repo_config.schema import RepoConfig
 
 DEFAULT_GLOBS = RepoConfig().test_paths

@@ -10,11 +10,11 @@ from typing import Any
 
 import pytest
 
+from bot.pipeline.attempts.execute import run_setup
+from bot.pipeline.attempts.setup_cache import RepoSetup, SetupOptions, setup_of
+from bot.pipeline.attempts.setup_key import dependency_files, setup_key
+from bot.pipeline.attempts.setup_store import CorruptEntry, SetupStore, repo_slug
 from bot.pipeline.errors import RunFailed
-from bot.pipeline.execute import run_setup
-from bot.pipeline.setup_cache import RepoSetup, SetupOptions, setup_of
-from bot.pipeline.setup_key import dependency_files, setup_key
-from bot.pipeline.setup_store import CorruptEntry, SetupStore, repo_slug
 from bot.render import render
 from bot.settings import Settings
 from sandbox.base import SandboxConfig

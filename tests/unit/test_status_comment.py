@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 
 from bot.jobs import Outcome, RunInfo
-from bot.pipeline.status import StatusComment
+from bot.pipeline.publish.status import StatusComment
 from bot.render import outcome
 
 

@@ -11,7 +11,7 @@ import structlog
 
 from bot import metrics, trajectory
 from bot.jobs import JobStatus
-from bot.pipeline import verdicts
+from bot.pipeline.judge import verdicts
 from bot.trajectory import RunStats, TrajectoryWriter
 from tests.support.fake_github import FakeGitHub, widgets_github
 from tests.unit.test_pipeline import FIX, REPO, SUBMIT, World, bash

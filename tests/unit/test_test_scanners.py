@@ -1,12 +1,12 @@
 """Scanners for the tests Go, Rust, Java and JavaScript files define, and their bodies
-(bot/pipeline/test_scanners.py over bot/pipeline/code_blocks.py)."""
+(bot/pipeline/judge/test_scanners.py over bot/pipeline/judge/code_blocks.py)."""
 
 from __future__ import annotations
 
 import pytest
 
-from bot.pipeline.pyscan import TestMap
-from bot.pipeline.test_scanners import MAX_BYTES, MAX_LINE, go_tests, java_tests, js_tests, rust_tests, scan
+from bot.pipeline.judge.pyscan import TestMap
+from bot.pipeline.judge.test_scanners import MAX_BYTES, MAX_LINE, go_tests, java_tests, js_tests, rust_tests, scan
 
 
 def test_go_finds_top_level_test_functions_only() -> None:

@@ -6,7 +6,7 @@ import os
 from pathlib import Path
 
 from bot.eval.hostgit import base_checkout
-from bot.pipeline import trees
+from bot.pipeline.judge import trees
 from tests.support.candidates import FIX, REPRO, calc_base, candidate
 
 

@@ -9,11 +9,11 @@ from typing import Any
 
 import pytest
 
-from bot.pipeline.candidates import Candidate, DroppedTests
-from bot.pipeline.capacity import SandboxSlots
-from bot.pipeline.change import Change
-from bot.pipeline.choose import choose
-from bot.pipeline.verify import STOPPED, verify
+from bot.pipeline.admit.capacity import SandboxSlots
+from bot.pipeline.attempts.change import Change
+from bot.pipeline.judge.candidates import Candidate, DroppedTests
+from bot.pipeline.judge.ranking import choose
+from bot.pipeline.judge.verify import STOPPED, verify
 from bot.repo_config.schema import RepoConfig
 from sandbox.base import ExecResult, SandboxConfig, SandboxError
 from tests.support.candidates import CLAIM, FIX, REPO_TEST, REPRO, calc_base, candidate

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from bot.pipeline.candidates import Candidate, Choice
-from bot.pipeline.choose import dropped_text, reproductions_passed, valid_reproductions
+from bot.pipeline.judge.candidates import Candidate, Choice
+from bot.pipeline.judge.ranking import dropped_text, reproductions_passed, valid_reproductions
 from bot.render import render
 
 TEMPLATE = "attempts_table.md"

@@ -27,8 +27,8 @@ from typing import IO, Any, Protocol, runtime_checkable
 import structlog
 
 from bot import metrics
-from bot.pipeline.setup_key import setup_key
-from bot.pipeline.setup_store import CorruptEntry, SetupStore
+from bot.pipeline.attempts.setup_key import setup_key
+from bot.pipeline.attempts.setup_store import CorruptEntry, SetupStore
 from bot.settings import Settings
 from sandbox.base import ExecResult, Sandbox, SandboxConfig, SandboxError
 

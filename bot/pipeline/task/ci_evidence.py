@@ -11,7 +11,7 @@ import structlog
 
 from bot.github.errors import status_of
 from bot.github.gateway import CheckRun, GitHubError, GitHubGateway
-from bot.pipeline.untrusted import plain, quoted
+from bot.pipeline.task.untrusted import plain, quoted
 
 FAILED = frozenset({"failure", "timed_out"})
 MAX_RUNS = 3

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from bot.pipeline.task import cap, clean
+from bot.pipeline.task.issue import cap, clean
 from bot.redaction import scrub_text
 from bot.trajectory import redact
 

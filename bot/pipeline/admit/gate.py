@@ -11,8 +11,8 @@ import structlog
 from bot.github.gateway import GitHubError, GitHubGateway
 from bot.jobs import Job, JobKind, JobOutcome, JobStatus
 from bot.ledger.sql import ORG_WIDE
-from bot.pipeline import gitops
-from bot.pipeline.task import MAX_GUIDANCE_CHARS, cap, clean
+from bot.pipeline.publish import gitops
+from bot.pipeline.task.issue import MAX_GUIDANCE_CHARS, cap, clean
 from bot.render import render
 from bot.repo_config.load import ORG_REPO, ConfigError, LoadedConfig, Reader, load_repo_config
 from bot.repo_config.schema import RepoConfig

@@ -1,7 +1,7 @@
 """`ci` and `review` follow-ups in the worker: may one run, what new information its task gets, what it answers.
 
 A follow-up is a job like any other (status comment, ledger, trajectory, `/agent stop`); this module adds what is
-its own. Everything it reads from CI or a review is untrusted: quoted through `bot.pipeline.untrusted`.
+its own. Everything it reads from CI or a review is untrusted: quoted through `bot.pipeline.task.untrusted`.
 """
 
 from __future__ import annotations
@@ -14,9 +14,9 @@ import structlog
 
 from bot.github.gateway import GitHubGateway, Review
 from bot.jobs import AddressedComment, Job, JobKind, JobOutcome, JobStatus
-from bot.pipeline.ci_evidence import read_evidence
-from bot.pipeline.task import cap
-from bot.pipeline.untrusted import plain, quoted
+from bot.pipeline.task.ci_evidence import read_evidence
+from bot.pipeline.task.issue import cap
+from bot.pipeline.task.untrusted import plain, quoted
 from bot.render import render
 from bot.repo_config.schema import DEFAULT_CI_FOLLOWUPS, RepoConfig
 from bot.settings import Settings

@@ -14,10 +14,10 @@ import structlog
 
 from bot import metrics
 from bot.jobs import Outcome
-from bot.pipeline import exits
-from bot.pipeline.attempts import Attempt
-from bot.pipeline.candidates import Choice, refusals
+from bot.pipeline.attempts import exits
+from bot.pipeline.attempts.engine import Attempt
 from bot.pipeline.errors import RunFailed
+from bot.pipeline.judge.candidates import Choice, refusals
 from bot.repo_config.schema import RepoConfig
 from bot.trajectory import redact, write_atomic
 

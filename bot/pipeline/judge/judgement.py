@@ -14,15 +14,15 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from bot.pipeline import exits
-from bot.pipeline.attempts import Attempt
-from bot.pipeline.candidates import Candidate, Choice, refusals
-from bot.pipeline.capacity import SandboxSlots
-from bot.pipeline.choose import choose
+from bot.pipeline.admit.capacity import SandboxSlots
+from bot.pipeline.attempts import exits
+from bot.pipeline.attempts.engine import Attempt
 from bot.pipeline.errors import RunFailed
-from bot.pipeline.testbed import SandboxFactory
-from bot.pipeline.verdicts import none_acceptable, partial_work, record_verdicts
-from bot.pipeline.verify import verify
+from bot.pipeline.judge.candidates import Candidate, Choice, refusals
+from bot.pipeline.judge.ranking import choose
+from bot.pipeline.judge.testbed import SandboxFactory
+from bot.pipeline.judge.verdicts import none_acceptable, partial_work, record_verdicts
+from bot.pipeline.judge.verify import verify
 from bot.repo_config.schema import RepoConfig
 from sandbox.base import SandboxConfig
 

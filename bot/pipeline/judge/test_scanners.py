@@ -27,9 +27,9 @@ import posixpath
 import re
 from collections.abc import Callable, Iterator
 
-from bot.pipeline import code_blocks
-from bot.pipeline.code_blocks import Code
-from bot.pipeline.pyscan import TestBody, TestMap
+from bot.pipeline.judge import code_blocks
+from bot.pipeline.judge.code_blocks import Code
+from bot.pipeline.judge.pyscan import TestBody, TestMap
 
 MAX_BYTES = 2 << 20
 MAX_LINE = 4096  # a longer line is not scanned for names (minified code holds no test the App can name)

@@ -9,8 +9,8 @@ from pathlib import Path
 
 from bot.github.gateway import BotIdentity, RepoInfo
 from bot.jobs import Job, JobKind
-from bot.pipeline import gitops
-from bot.pipeline.task import cap, clean
+from bot.pipeline.publish import gitops
+from bot.pipeline.task.issue import cap, clean
 
 MAX_SUBJECTS = 20
 MAX_BUILDS_ON_CHARS = 3_000

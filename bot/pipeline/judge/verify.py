@@ -33,12 +33,12 @@ from typing import Any
 
 import structlog
 
-from bot.pipeline import dropped, missing, reproduce, trees
-from bot.pipeline.candidates import Candidate, DroppedTests, Reproduction, Verdict
-from bot.pipeline.capacity import SandboxSlots
+from bot.pipeline.admit.capacity import SandboxSlots
+from bot.pipeline.attempts.execute import OUTPUT_TAIL, TEST_TIMEOUT, closed_on_cancel, run_test
 from bot.pipeline.errors import GitError, RunFailed, SetupFailed
-from bot.pipeline.execute import OUTPUT_TAIL, TEST_TIMEOUT, closed_on_cancel, run_test
-from bot.pipeline.testbed import SandboxFactory, prepared
+from bot.pipeline.judge import dropped, missing, reproduce, trees
+from bot.pipeline.judge.candidates import Candidate, DroppedTests, Reproduction, Verdict
+from bot.pipeline.judge.testbed import SandboxFactory, prepared
 from bot.repo_config.schema import RepoConfig
 from sandbox.base import Sandbox, SandboxConfig, SandboxError
 

@@ -11,8 +11,8 @@ from dataclasses import dataclass
 
 from bot.agent import profiles
 from bot.agent.config import MiniFixAgentConfig, ModelConfig
-from bot.pipeline.ceilings import clamp
-from bot.pipeline.change import ChangeCaps
+from bot.pipeline.admit.ceilings import clamp
+from bot.pipeline.attempts.change import ChangeCaps
 from bot.repo_config import devcontainer as devcontainers
 from bot.repo_config.schema import RepoConfig
 from bot.settings import Settings

@@ -1,25 +1,25 @@
-"""The App's plan for one job's attempts: what they share, for the engine (`attempts.py`)."""
+"""The App's plan for one job's attempts: what they share, for the engine (`engine.py`)."""
 
 from __future__ import annotations
 
 from functools import partial
 
 from bot.agent.loop import StepEvent
-from bot.pipeline import attempts
-from bot.pipeline.capacity import JobBudget, SandboxSlots
+from bot.pipeline.admit.capacity import JobBudget, SandboxSlots
+from bot.pipeline.admit.runconfig import RunConfig
+from bot.pipeline.attempts import engine
 from bot.pipeline.deps import PipelineDeps
-from bot.pipeline.runconfig import RunConfig
+from bot.pipeline.publish.status import StatusComment
 from bot.pipeline.state import RunState
-from bot.pipeline.status import StatusComment
 
 
-def plan_for(state: RunState, deps: PipelineDeps, resolved: RunConfig) -> attempts.AttemptPlan:
+def plan_for(state: RunState, deps: PipelineDeps, resolved: RunConfig) -> engine.AttemptPlan:
     """What the job's attempts share: sandbox, agent, model, budgets, slots, trajectory places, progress."""
     settings = deps.settings
     budget = JobBudget(
         tokens=settings.max_tokens, seconds=settings.max_wall_time, cancel=state.cancel, clock=deps.clock
     )
-    return attempts.AttemptPlan(
+    return engine.AttemptPlan(
         count=state.count,
         run_id=state.run["run_id"],
         factory=deps.sandbox,

@@ -23,12 +23,12 @@ from bot.agent.config import MiniFixAgentConfig, ModelConfig
 from bot.agent.loop import AgentResult, StepEvent
 from bot.agent.model_base import Model
 from bot.jobs import Outcome
-from bot.pipeline import execute, exits
-from bot.pipeline.candidates import Candidate
-from bot.pipeline.capacity import JobBudget, SandboxSlots, Turns
-from bot.pipeline.change import Change, ChangeCaps
+from bot.pipeline.admit.capacity import JobBudget, SandboxSlots, Turns
+from bot.pipeline.attempts import execute, exits
+from bot.pipeline.attempts.change import Change, ChangeCaps
+from bot.pipeline.attempts.execute import EarlySandbox
 from bot.pipeline.errors import RunFailed
-from bot.pipeline.execute import EarlySandbox
+from bot.pipeline.judge.candidates import Candidate
 from bot.repo_config.schema import RepoConfig
 from bot.trajectory import TrajectoryWriter
 from sandbox.base import Sandbox, SandboxConfig

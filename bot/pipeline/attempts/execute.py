@@ -15,12 +15,12 @@ from bot.agent.loop import Agent, AgentResult, StepEvent
 from bot.agent.model_base import Model, ModelReply
 from bot.github.gateway import GitHubGateway, RepoInfo
 from bot.jobs import Job, Outcome
-from bot.pipeline import gitops
-from bot.pipeline.change import Change, ChangeCaps, compute_change, setup_excludes
+from bot.pipeline.attempts.change import Change, ChangeCaps, compute_change, setup_excludes
+from bot.pipeline.attempts.exits import SUBMITTED, exit_for
+from bot.pipeline.attempts.setup_cache import setup_of
 from bot.pipeline.errors import ChangeTooLarge, RunFailed
-from bot.pipeline.exits import SUBMITTED, exit_for
-from bot.pipeline.missing import missing_tool
-from bot.pipeline.setup_cache import setup_of
+from bot.pipeline.judge.missing import missing_tool
+from bot.pipeline.publish import gitops
 from bot.trajectory import TrajectoryWriter
 from sandbox.base import EngineUnavailable, ImageMissing, Sandbox, SandboxConfig, SandboxError
 

@@ -10,7 +10,7 @@ import structlog
 
 from bot.github.gateway import GitHubError, GitHubGateway
 from bot.jobs import RunInfo
-from bot.pipeline.feedback import STATUS_MARKER
+from bot.pipeline.task.feedback import STATUS_MARKER
 from bot.render import OutcomeText, render
 
 MIN_EDIT_INTERVAL = 5.0  # seconds between progress edits: GitHub's secondary rate limits dislike bursts

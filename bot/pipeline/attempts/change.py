@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 
-from bot.pipeline import gitops
 from bot.pipeline.errors import ChangeTooLarge
+from bot.pipeline.publish import gitops
 
 LINK_MODES = {"120000": "symlink", "160000": "gitlink"}
 SUBMODULES_FILE = ".gitmodules"

@@ -11,8 +11,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from bot.pipeline.attempts.execute import TEST_TIMEOUT, run_setup
 from bot.pipeline.errors import RunFailed, SetupFailed
-from bot.pipeline.execute import TEST_TIMEOUT, run_setup
 from bot.repo_config.schema import RepoConfig
 from sandbox.base import Sandbox, SandboxConfig, SandboxError
 

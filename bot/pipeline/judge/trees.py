@@ -10,7 +10,7 @@ import os
 import shutil
 from pathlib import Path
 
-from bot.pipeline import gitops
+from bot.pipeline.publish import gitops
 
 _GLOB_SPECIALS = "*?[]\\"
 

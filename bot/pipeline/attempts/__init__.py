@@ -1,0 +1,1 @@
+"""Running the agent: N attempts, each in its own sandbox, and the change the host takes out."""

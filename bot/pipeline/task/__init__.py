@@ -1,0 +1,1 @@
+"""What the agent is asked: the issue, a retry's guidance, a follow-up's CI log or review, all untrusted."""
