@@ -20,7 +20,7 @@ from bot.github.urls import web_url
 from bot.jobs import Job
 from bot.ledger.contract import Ledger
 from bot.ledger.pr_outcomes import describe, pull_of
-from bot.pipeline.attempts.transcript import steps_from_messages
+from bot.pipeline.publish.transcript import steps_from_messages
 from bot.render import PROMPTS_DIR, duration, thousands
 from bot.settings import Settings
 from bot.signing import check_link, run_query, valid_run_id

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from bot.agent.config import ACTION_REGEX
 from bot.agent.fences import action_spans, find_actions
-from bot.pipeline.attempts.transcript import steps_from_messages
+from bot.pipeline.publish.transcript import steps_from_messages
 
 PIECES = ["```mswea_bash_command", "\n", "```", " ", "x", "\t", "`", "\n```", "\u2003", "\r\n", "ls -la"]
 REGEX = re.compile(ACTION_REGEX, re.DOTALL)

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from bot.pipeline.attempts.transcript import Step
 from bot.pipeline.judge.checks import checks_from_steps, without_heredocs
 from bot.pipeline.judge.missing import describe, missing_tool
+from bot.pipeline.publish.transcript import Step
 
 
 def step(command: str, code: int = 0, output: str = "ok\n") -> Step:

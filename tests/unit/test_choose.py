@@ -130,8 +130,8 @@ def test_a_chosen_change_that_drops_tests_says_so_and_what_could_not_be_checked(
     )
     assert dropped_notes(dropping) == [
         "whether it drops tests in tests/test_b.py cannot be told: "
-        "not valid Python before or after the change, or too costly to parse",
-        "web/app.test.js: not checked for dropped tests (only Python test files are)",
+        "not readable as code of its language before or after the change, or too costly to scan",
+        "web/app.test.js: not checked for dropped tests (a language the App does not scan)",
     ]
     [row, _] = _rows(attempts_table(choice, [dropping, broken], {}))
     assert ":grey_question: whether it drops tests in tests/test_b.py cannot be told" in row

@@ -6,9 +6,9 @@ import pytest
 
 from bot.agent.loop import AgentResult
 from bot.github.gateway import Issue
-from bot.pipeline.attempts.transcript import Step
 from bot.pipeline.judge.checks import checks_from_steps, untrusted_summary
 from bot.pipeline.publish.pr import _body, pr_body_vars
+from bot.pipeline.publish.transcript import Step
 
 DIFF = (
     "diff --git a/calc.py b/calc.py\n--- a/calc.py\n+++ b/calc.py\n@@ -1 +1 @@\n-    return a - b\n+    return a + b\n"

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 import yaml
 
-from bot.pipeline.attempts.transcript import elide_middle, render_trajectory, steps_from_messages
+from bot.pipeline.publish.transcript import elide_middle, render_trajectory, steps_from_messages
 from bot.render import PROMPTS_DIR, diffstat, fence, nomention, outcome, render
 
 RUN = {"run_id": "r1", "model": "m", "requester": "alice", "retry": False, "exit_status": "Submitted"}
@@ -126,10 +126,10 @@ def test_pr_body_flags_dropped_tests_and_what_could_not_be_checked() -> None:
         "pr_body.md",
         **common,
         dropped="drops existing tests: tests/test_ops.py::MulTest::test_mul",
-        dropped_notes=["web/a.test.js: not checked for dropped tests (only Python test files are)"],
+        dropped_notes=["web/a.test.js: not checked for dropped tests (a language the App does not scan)"],
     )
     assert "> [!WARNING]\n> This change drops existing tests: tests/test_ops.py::MulTest::test_mul." in body
-    assert "> [!NOTE]\n> - web/a.test.js: not checked for dropped tests (only Python test files are)." in body
+    assert "> [!NOTE]\n> - web/a.test.js: not checked for dropped tests (a language the App does not scan)." in body
     plain = render("pr_body.md", **common, dropped="", dropped_notes=[])
     assert "[!WARNING]" not in plain and "[!NOTE]" not in plain
 

@@ -35,10 +35,10 @@ class Reproduction:
 
 @dataclass
 class DroppedTests:
-    """Existing tests a change removes, found by the App in its own trees (Python test files only)."""
+    """Existing tests a change removes or empties, found by the App in its own trees (Python, Go, Rust, Java, JS)."""
 
     tests: list[str] = field(default_factory=list)  # `path::Class::test_x` at the base commit, gone after the change
-    unparsed: list[str] = field(default_factory=list)  # Python test files not valid on one side: cannot tell
+    unparsed: list[str] = field(default_factory=list)  # unreadable on one side (or over the scan caps): cannot tell
     unchecked: list[str] = field(default_factory=list)  # changed test files in another language: not checked
 
 

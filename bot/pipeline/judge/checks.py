@@ -5,8 +5,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from bot.pipeline.attempts.transcript import Step
 from bot.pipeline.judge.missing import missing_tool
+from bot.pipeline.publish.transcript import Step
 from bot.render import untrusted
 
 # Commands that look like a test run (or a checker), wherever they appear in the command line.

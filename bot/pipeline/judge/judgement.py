@@ -1,7 +1,7 @@
 """The one judge of a job's finished attempts, for the App, `mini-fix run` and `mini-fix eval` alike.
 
 Refusals (protected paths, links, secrets), the App's own checks in fresh sandboxes (`verify.py`), the ranking
-(`choose.py`), the verdicts written into each attempt's trajectory, and, when no attempt may be proposed, the
+(`ranking.py`), the verdicts written into each attempt's trajectory, and, when no attempt may be proposed, the
 partial work to publish instead or how the job ends. The result is returned, frozen; the attempts given are
 left as they were (each driver reads what it needs from the `Judgement`).
 """

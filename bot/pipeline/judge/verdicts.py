@@ -1,4 +1,4 @@
-"""What the App concludes about a job's attempts (for `judge.py`): the partial work to publish, how a job with none
+"""What the App concludes about a job's attempts (for `judgement.py`): the partial work to publish, how a job with none
 to propose ends, the verdicts written into each attempt's trajectory. Nothing here changes the attempts given."""
 
 from __future__ import annotations

@@ -11,10 +11,10 @@ from bot.agent.loop import AgentResult
 from bot.github.gateway import GitHubGateway, Issue, PullRequest
 from bot.jobs import JobKind, Outcome, RunInfo
 from bot.pipeline.attempts.execute import git_failure
-from bot.pipeline.attempts.transcript import render_trajectory, steps_from_messages
 from bot.pipeline.errors import RunFailed
 from bot.pipeline.judge.checks import checks_from_steps, untrusted_summary
 from bot.pipeline.publish import branch, gitops
+from bot.pipeline.publish.transcript import render_trajectory, steps_from_messages
 from bot.render import diffstat, fit, render
 
 

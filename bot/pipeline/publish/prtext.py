@@ -1,6 +1,6 @@
 """The PR's Markdown about a job's attempts: the attempts table, the reproduction evidence, dropped-test notes.
 
-Words only: the ranking and its reasons are `choose.py`'s, the verdicts `verify.py`'s.
+Words only: the ranking and its reasons are `ranking.py`'s, the verdicts `verify.py`'s.
 """
 
 from __future__ import annotations
@@ -22,11 +22,11 @@ def dropped_notes(c: Candidate) -> list[str]:
         files = ", ".join(c.dropped.unparsed)
         notes.append(
             f"whether it drops tests in {files} cannot be told: "
-            "not valid Python before or after the change, or too costly to parse"
+            "not readable as code of its language before or after the change, or too costly to scan"
         )
     if c.dropped is not None and c.dropped.unchecked:
         files = ", ".join(c.dropped.unchecked)
-        notes.append(f"{files}: not checked for dropped tests (only Python test files are)")
+        notes.append(f"{files}: not checked for dropped tests (a language the App does not scan)")
     return notes
 
 
