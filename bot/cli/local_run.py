@@ -16,9 +16,10 @@ from bot.eval.hostgit import GitFailed, base_checkout, git
 from bot.eval.quarantine import quarantined
 from bot.pipeline.admit.capacity import JobBudget
 from bot.pipeline.admit.runconfig import Flags, RunConfig, resolve
-from bot.pipeline.attempts.engine import Attempt, AttemptPlan, started
+from bot.pipeline.attempts.engine import started
 from bot.pipeline.attempts.execute import SANDBOX_FAILURES
 from bot.pipeline.attempts.exits import SUBMITTED, exit_for
+from bot.pipeline.attempts.plan import Attempt, AttemptPlan
 from bot.pipeline.attempts.setup_cache import RepoSetup, SetupOptions
 from bot.pipeline.judge.judgement import Checks, Judgement, judge
 from bot.pipeline.publish.prtext import attempts_table
@@ -153,24 +154,18 @@ def _attempt_plan(
     """The attempts of one local run: the shared runtime, output under `output`, printed steps."""
     runtime, count = Runtime(settings), resolved.attempts
     setup = RepoSetup(str(request.repo.resolve()), SetupOptions.from_settings(settings), on_report=_said)
-    return AttemptPlan(
-        count=count,
+    plan = AttemptPlan.of(
+        resolved,
         run_id=run_id,
         factory=setup.bind(runtime.sandboxes()),  # the App's setup time limit and cache, for attempts and verify
-        sandbox_config=resolved.sandbox,
-        agent=resolved.agent,
-        model=resolved.model,
         make_model=runtime.model,
-        config=resolved.repo,
-        networked=resolved.setup_network,
-        max_export_bytes=resolved.max_export_bytes,
-        caps=resolved.caps,
         trajectory_path=lambda rid: output / "trajectory.json" if rid == run_id else output / rid / "trajectory.json",
         meta={"repo": str(request.repo.resolve()), "profile": resolved.profile},
         budget=JobBudget(tokens=settings.max_tokens, seconds=settings.max_wall_time, cancel=stop),
-        on_step=lambda k, event: print_step(event, attempt=k if count > 1 else None),
-        on_end=lambda k, how: print(f"attempt {k}: {how}", flush=True) if count > 1 else None,
     )
+    plan.on_step = lambda k, event: print_step(event, attempt=k if count > 1 else None)
+    plan.on_end = lambda k, how: print(f"attempt {k}: {how}", flush=True) if count > 1 else None
+    return plan
 
 
 def _said(summary: str) -> None:

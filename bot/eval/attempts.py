@@ -30,7 +30,7 @@ from bot.eval.solve import (
     since,
 )
 from bot.eval.tasks import EvalTask
-from bot.pipeline.attempts.engine import Attempt
+from bot.pipeline.attempts.plan import Attempt
 from bot.pipeline.judge.candidates import Candidate, Choice
 from bot.pipeline.judge.judgement import Checks, judge
 from bot.pipeline.judge.ranking import reproductions_passed

@@ -20,8 +20,9 @@ from bot.eval.tasks import EvalTask
 from bot.pipeline.admit.capacity import JobBudget
 from bot.pipeline.admit.gate import guidance
 from bot.pipeline.admit.runconfig import NO_FLAGS, Flags, RunConfig, resolve
-from bot.pipeline.attempts.engine import Attempt, AttemptPlan, attempt_run_id, started
+from bot.pipeline.attempts.engine import started
 from bot.pipeline.attempts.exits import SUBMITTED
+from bot.pipeline.attempts.plan import Attempt, AttemptPlan, attempt_run_id
 from bot.pipeline.errors import RunFailed
 from bot.pipeline.judge.testbed import SandboxFactory
 from bot.pipeline.task.issue import MAX_TASK_CHARS, cap, clean
@@ -101,23 +102,18 @@ def run_attempts(
     resolved = ctx.run_config(task)
     repo = task.repo_config()
     paths = {attempt_run_id(run_id, k, count): trajectory(k) for k in range(1, count + 1)}
-    plan = AttemptPlan(
-        count=count,
+    plan = AttemptPlan.of(
+        resolved,
         run_id=run_id,
         factory=ctx.sandbox,
-        sandbox_config=resolved.sandbox,
-        agent=resolved.agent,
-        model=ctx.model_config,
         make_model=ctx.model,
-        config=repo,
-        networked=resolved.setup_network,
-        max_export_bytes=resolved.max_export_bytes,
-        caps=resolved.caps,
         trajectory_path=paths.__getitem__,
         meta={"repo": task.repo, "model": ctx.model_config.model_name, "eval": {"instance_id": task.instance_id}},
         budget=JobBudget(tokens=0, seconds=0, cancel=ctx.cancel),  # no job-wide budget: the agent's own limits
-        parallel=ctx.attempt_workers or 0,
+        count=count,
+        model=ctx.model_config,
     )
+    plan.parallel = ctx.attempt_workers or 0
     text = cap(clean(task.problem_statement), MAX_TASK_CHARS)
     if extra := guidance(repo, checkout):
         text = f"{text}\n\n{extra}"

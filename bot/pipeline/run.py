@@ -17,6 +17,7 @@ from bot.pipeline.admit.deferral import rate_limited
 from bot.pipeline.admit.gate import admit, guidance, reader
 from bot.pipeline.admit.runconfig import RunConfig, resolve
 from bot.pipeline.attempts import engine, execute, jobplan
+from bot.pipeline.attempts.plan import Attempt, AttemptPlan
 from bot.pipeline.attempts.setup_cache import RepoSetup, SetupOptions
 from bot.pipeline.deps import PipelineDeps
 from bot.pipeline.errors import RunFailed
@@ -194,7 +195,7 @@ def _work(state: RunState, deps: PipelineDeps, resolved: RunConfig) -> None:
     followup.answer(state.job, gh, run_id)
 
 
-def _judged(state: RunState, judgement: Judgement, settings: Settings) -> engine.Attempt:
+def _judged(state: RunState, judgement: Judgement, settings: Settings) -> Attempt:
     """What the run learns from the judgement (the one place RunState takes it): the attempt to publish, or the
     job's ending raised (a stopped job's, before anything else is taken)."""
     state.candidates = judgement.candidates
@@ -256,7 +257,7 @@ def _builds_on(checkout: Path, token: FreshToken, start: branch.Start) -> str:
         return ""
 
 
-def _resolve_tests(state: RunState, plan: engine.AttemptPlan, checkout: Path) -> None:
+def _resolve_tests(state: RunState, plan: AttemptPlan, checkout: Path) -> None:
     """The test command (configured, else inferred from the clone) for the attempts, the checks and the comments."""
     state.config, testing = infer.resolve(state.config, checkout)
     plan.config, plan.testing = state.config, testing.template_vars()

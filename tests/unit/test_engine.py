@@ -9,7 +9,8 @@ from bot.agent.config import ModelConfig, load_config
 from bot.agent.model_base import Model
 from bot.jobs import Outcome
 from bot.pipeline.admit.capacity import JobBudget, Turns
-from bot.pipeline.attempts.engine import AttemptPlan, started
+from bot.pipeline.attempts.engine import started
+from bot.pipeline.attempts.plan import AttemptPlan
 from bot.repo_config.schema import RepoConfig
 from sandbox.base import SandboxConfig
 from tests.support.fake_sandbox import FakeSandbox

@@ -12,94 +12,25 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
-from typing import Any
 
 import structlog
 
-from bot.agent.config import MiniFixAgentConfig, ModelConfig
 from bot.agent.loop import AgentResult, StepEvent
-from bot.agent.model_base import Model
 from bot.jobs import Outcome
-from bot.pipeline.admit.capacity import JobBudget, SandboxSlots, Turns
+from bot.pipeline.admit.capacity import Turns
 from bot.pipeline.attempts import execute, exits
-from bot.pipeline.attempts.change import Change, ChangeCaps
+from bot.pipeline.attempts.change import Change
 from bot.pipeline.attempts.execute import EarlySandbox
+from bot.pipeline.attempts.plan import Attempt, AttemptPlan, attempt_run_id, model_for, temperature_for
 from bot.pipeline.errors import RunFailed
 from bot.pipeline.judge.candidates import Candidate
-from bot.repo_config.schema import RepoConfig
 from bot.trajectory import TrajectoryWriter
-from sandbox.base import Sandbox, SandboxConfig
+from sandbox.base import Sandbox
 
 STOP_WAIT = 30.0  # seconds an interrupted job waits for its attempts to remove their containers
 log = structlog.get_logger(__name__)
-
-
-def attempt_run_id(run_id: str, index: int, count: int) -> str:
-    """Attempt `index`'s run id: the job's own when it has one attempt (links stay as they were), else `<id>-<k>`."""
-    return run_id if count == 1 else f"{run_id}-{index}"
-
-
-def temperature_for(agent: MiniFixAgentConfig, index: int, count: int) -> float | None:
-    """Attempt `index`'s sampling temperature from the schedule (cycled); None: the model config's own."""
-    schedule = agent.agent.attempt_temperatures
-    if count == 1 or not schedule:
-        return None
-    return schedule[(index - 1) % len(schedule)]
-
-
-def model_for(model: ModelConfig, temperature: float | None) -> ModelConfig:
-    """The model config with this attempt's temperature (unchanged for None)."""
-    if temperature is None:
-        return model
-    return model.model_copy(update={"model_kwargs": {**model.model_kwargs, "temperature": temperature}})
-
-
-@dataclass
-class Attempt:
-    """One attempt's run: the candidate the App judges, and what the agent left for the PR."""
-
-    candidate: Candidate
-    result: AgentResult | None = None
-    failure: RunFailed | None = None
-    trajectory: Path | None = None
-    model_seconds: float = 0.0  # time spent waiting for the model's replies
-    seconds: float = 0.0  # wall time from its turn to its end: sandbox, setup, agent, change
-
-    @property
-    def outcome(self) -> Outcome | None:
-        """How the attempt ended when it left no change (None: it left one)."""
-        if self.failure is not None:
-            return self.failure.outcome
-        return None if self.candidate.submitted else Outcome.EMPTY_DIFF
-
-
-@dataclass
-class AttemptPlan:
-    """What every attempt of one job shares."""
-
-    count: int
-    run_id: str
-    factory: Callable[[SandboxConfig, str], Sandbox]
-    sandbox_config: SandboxConfig
-    agent: MiniFixAgentConfig
-    model: ModelConfig
-    make_model: Callable[[ModelConfig], Model]
-    config: RepoConfig
-    networked: bool  # the setup phase has the filtering proxy's network
-    max_export_bytes: int
-    trajectory_path: Callable[[str], Path]  # run id -> where its trajectory file goes
-    meta: dict[str, Any]  # the trajectory's `mini_fix` block (run id and attempt added per attempt)
-    budget: JobBudget
-    slots: SandboxSlots = field(default_factory=lambda: SandboxSlots(0))
-    mirror: Callable[[str, str], None] | None = None  # (run id, JSON): the shared trajectory store
-    on_step: Callable[[int, StepEvent], None] = lambda _attempt, _event: None
-    on_end: Callable[[int, str], None] = lambda _attempt, _how: None
-    testing: dict[str, str] = field(default_factory=dict)  # the test command and how to run one test, for the task
-    caps: ChangeCaps = field(default_factory=ChangeCaps)  # what a tree may cost the worker before it is diffed
-    parallel: int = 0  # at most this many attempts at once, in attempt order (0: all; eval's --attempt-workers)
 
 
 class Attempts:

@@ -1,4 +1,4 @@
-"""The App's plan for one job's attempts: what they share, for the engine (`engine.py`)."""
+"""The App's plan for one job's attempts (for `engine.py`), from its resolved `RunConfig`."""
 
 from __future__ import annotations
 
@@ -7,30 +7,23 @@ from functools import partial
 from bot.agent.loop import StepEvent
 from bot.pipeline.admit.capacity import JobBudget, SandboxSlots
 from bot.pipeline.admit.runconfig import RunConfig
-from bot.pipeline.attempts import engine
+from bot.pipeline.attempts.plan import AttemptPlan
 from bot.pipeline.deps import PipelineDeps
 from bot.pipeline.publish.status import StatusComment
 from bot.pipeline.state import RunState
 
 
-def plan_for(state: RunState, deps: PipelineDeps, resolved: RunConfig) -> engine.AttemptPlan:
+def plan_for(state: RunState, deps: PipelineDeps, resolved: RunConfig) -> AttemptPlan:
     """What the job's attempts share: sandbox, agent, model, budgets, slots, trajectory places, progress."""
     settings = deps.settings
     budget = JobBudget(
         tokens=settings.max_tokens, seconds=settings.max_wall_time, cancel=state.cancel, clock=deps.clock
     )
-    return engine.AttemptPlan(
-        count=state.count,
+    plan = AttemptPlan.of(
+        resolved,
         run_id=state.run["run_id"],
         factory=deps.sandbox,
-        sandbox_config=resolved.sandbox,
-        agent=state.agent,
-        model=state.model,
         make_model=deps.model,
-        config=state.config,
-        networked=resolved.setup_network,
-        max_export_bytes=resolved.max_export_bytes,
-        caps=resolved.caps,
         trajectory_path=lambda run_id: settings.data_dir / "runs" / run_id / "trajectory.json",
         meta={
             "repo": state.job.repo,
@@ -41,11 +34,12 @@ def plan_for(state: RunState, deps: PipelineDeps, resolved: RunConfig) -> engine
             "profile": state.agent.profile,
         },
         budget=budget,
-        slots=deps.sandbox_slots or SandboxSlots(0),
-        mirror=deps.save_trajectory,
-        on_step=partial(on_step, state.status),
-        on_end=state.status.ended if state.count > 1 else lambda _attempt, _how: None,
     )
+    plan.slots = deps.sandbox_slots or SandboxSlots(0)
+    plan.mirror = deps.save_trajectory
+    plan.on_step = partial(on_step, state.status)
+    plan.on_end = state.status.ended if state.count > 1 else lambda _attempt, _how: None
+    return plan
 
 
 def on_step(status: StatusComment, attempt: int, event: StepEvent) -> None:

@@ -16,7 +16,7 @@ from typing import Any
 
 from bot.pipeline.admit.capacity import SandboxSlots
 from bot.pipeline.attempts import exits
-from bot.pipeline.attempts.engine import Attempt
+from bot.pipeline.attempts.plan import Attempt
 from bot.pipeline.errors import RunFailed
 from bot.pipeline.judge.candidates import Candidate, Choice, refusals
 from bot.pipeline.judge.ranking import choose

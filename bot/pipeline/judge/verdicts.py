@@ -15,7 +15,7 @@ import structlog
 from bot import metrics
 from bot.jobs import Outcome
 from bot.pipeline.attempts import exits
-from bot.pipeline.attempts.engine import Attempt
+from bot.pipeline.attempts.plan import Attempt
 from bot.pipeline.errors import RunFailed
 from bot.pipeline.judge.candidates import Choice, refusals
 from bot.repo_config.schema import RepoConfig
