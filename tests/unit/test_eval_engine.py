@@ -30,7 +30,7 @@ class Alive:
         self._lock = threading.Lock()
 
     def __call__(self, config: SandboxConfig, run_id: str) -> FakeSandbox:
-        sandbox = FakeSandbox()
+        sandbox = FakeSandbox(env=config.env)  # the agent's env (PYTHONDONTWRITEBYTECODE: no stale .pyc in a diff)
         if "-verify-" in run_id or run_id.endswith("-grade"):
             return sandbox
         with self._lock:
