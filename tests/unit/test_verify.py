@@ -30,7 +30,7 @@ class Factory:
         self.disconnected: list[str] = []
 
     def __call__(self, config: SandboxConfig, run_id: str) -> FakeSandbox:
-        sandbox = FakeSandbox()
+        sandbox = FakeSandbox(env=config.env)
         original = sandbox.copy_in
 
         def copy_in(src: Path, dest: str | None = None) -> None:
