@@ -117,7 +117,8 @@ def _number(value: object) -> int | None:
         return None
     if isinstance(value, int):
         return value
-    return int(value) if isinstance(value, str) and value.isdigit() else None
+    # isascii: "²".isdigit() is true but int("²") raises, and a ledger row must always load
+    return int(value) if isinstance(value, str) and value.isascii() and value.isdigit() else None
 
 
 def _addressed(value: object) -> tuple[AddressedComment, ...]:

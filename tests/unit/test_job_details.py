@@ -42,7 +42,15 @@ def test_the_previous_versions_untyped_dict_loads() -> None:
 
 @pytest.mark.parametrize(
     "text",
-    ['{"future_key": {"nested": 1}}', "[1, 2]", "null", "", "not json", '{"pull_request": true, "fresh": 1}'],
+    [
+        '{"future_key": {"nested": 1}}',
+        "[1, 2]",
+        "null",
+        "",
+        "not json",
+        '{"pull_request": true, "fresh": 1}',
+        '{"review_id": "\u00b2", "pull_request": "\u0663"}',  # digits to str.isdigit, not to int()
+    ],
 )
 def test_unknown_keys_and_odd_values_are_ignored(text: str) -> None:
     assert JobDetails.from_json(text) == JobDetails()
