@@ -50,6 +50,7 @@ class RepoInfo:
     default_branch: str
     clone_url: str
     private: bool
+    id: int | None = None  # GitHub's repository id: stays with the repository through renames, never reused
 
 
 @dataclass(frozen=True)

@@ -149,7 +149,14 @@ class RepoGateway:
     def get_repo(self) -> RepoInfo:
         """Default branch, clone URL, visibility."""
         d = self._json("reading the repository", "GET", "")
-        return RepoInfo(str(d["full_name"]), str(d["default_branch"]), str(d["clone_url"]), bool(d["private"]))
+        repo_id = d.get("id")
+        return RepoInfo(
+            str(d["full_name"]),
+            str(d["default_branch"]),
+            str(d["clone_url"]),
+            bool(d["private"]),
+            repo_id if isinstance(repo_id, int) and not isinstance(repo_id, bool) else None,
+        )
 
     def find_open_pr(self, branch: str) -> PullRequest | None:
         """The open PR from `<owner>:<branch>` (GitHub ignores a head filter without the owner)."""

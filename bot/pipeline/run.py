@@ -18,7 +18,7 @@ from bot.pipeline.admit.gate import admit, guidance, reader
 from bot.pipeline.admit.runconfig import RunConfig, resolve
 from bot.pipeline.attempts import engine, execute, jobplan
 from bot.pipeline.attempts.plan import Attempt, AttemptPlan
-from bot.pipeline.attempts.setup_cache import RepoSetup, SetupOptions
+from bot.pipeline.attempts.setup_cache import RepoSetup, SetupOptions, cache_owner
 from bot.pipeline.deps import PipelineDeps
 from bot.pipeline.errors import RunFailed
 from bot.pipeline.judge.judgement import Checks, Judgement, judge
@@ -149,7 +149,7 @@ def _work(state: RunState, deps: PipelineDeps, resolved: RunConfig) -> None:
     issue = Issue(issue.number, clean(issue.title), issue.body, issue.author, issue.state)
     repo = gh.get_repo()
     sandbox_config = resolved.sandbox
-    deps = replace(deps, sandbox=_repo_setup(state, deps).bind(deps.sandbox))  # attempts' and verify's sandboxes
+    deps = replace(deps, sandbox=_repo_setup(state, deps, repo).bind(deps.sandbox))  # attempts' and verify's sandboxes
     plan = jobplan.plan_for(state, deps, resolved)
     with (
         engine.started(plan) as started,
@@ -215,13 +215,14 @@ def _judged(state: RunState, judgement: Judgement, settings: Settings) -> Attemp
     return chosen
 
 
-def _repo_setup(state: RunState, deps: PipelineDeps) -> RepoSetup:
-    """The job's repository setup (time limit, cache); what it did goes into the status comment and the PR."""
+def _repo_setup(state: RunState, deps: PipelineDeps, repo: RepoInfo) -> RepoSetup:
+    """The job's repository setup (time limit, cache: `cache_owner`); what it did goes into the status comment and
+    the PR."""
 
     def said(summary: str) -> None:
         state.run["setup"] = summary  # the status comment's next edit shows it
 
-    return RepoSetup(state.job.repo, deps.setup or SetupOptions.from_settings(deps.settings), on_report=said)
+    return RepoSetup(cache_owner(state.job.repo, repo.id), deps.setup or SetupOptions.from_settings(deps.settings), on_report=said)
 
 
 def _push(

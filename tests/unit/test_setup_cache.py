@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from bot.pipeline.attempts.execute import run_setup
-from bot.pipeline.attempts.setup_cache import RepoSetup, SetupOptions, setup_of
+from bot.pipeline.attempts.setup_cache import Lookup, RepoSetup, SetupOptions, cache_owner, setup_of
 from bot.pipeline.attempts.setup_key import dependency_files, setup_key
 from bot.pipeline.attempts.setup_store import CorruptEntry, SetupStore, repo_slug
 from bot.pipeline.errors import RunFailed
@@ -167,3 +167,50 @@ def test_the_pr_body_and_status_comment_say_how_setup_went() -> None:
     assert render("pr_body.md", **common, run=run).count("setup") == 0
     status = render("status_comment.md", phase="starting", run=said, attempts=1, progress=[], links={})
     assert "> :package: setup: restored from cache in 2 s\n" in status
+
+
+def test_a_partial_write_a_dead_worker_left_is_removed_once_stale(tmp_path: Path) -> None:
+    store = SetupStore(tmp_path, max_total=1 << 20)
+    (tmp_path / "o-r").mkdir()
+    stale, fresh = tmp_path / "o-r" / f".{KEY_A}.tar.dead.part", tmp_path / "o-r" / f".{KEY_B}.tar.live.part"
+    stale.write_bytes(b"x" * 100)
+    fresh.write_bytes(b"y" * 100)  # another worker may be writing it now
+    os.utime(stale, (time.time() - 3 * 3600, time.time() - 3 * 3600))
+    _put(store, "o/r", KEY_C, b"entry")  # every write sweeps
+    assert not stale.exists() and fresh.exists()
+
+
+class _Streaming(FakeSandbox):
+    """A fake that streams: records the cap it was given, and writes what a tar would."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.caps: list[int] = []
+
+    def image_id(self) -> str:
+        return "sha256:" + "e" * 64
+
+    def stream_out(self, command: str, out: Any, *, max_bytes: int, timeout: float) -> int:
+        self.caps.append(max_bytes)
+        out.write(b"tar")
+        return 3
+
+    def stream_in(self, command: str, src: Any, *, timeout: float) -> None:
+        raise AssertionError("not restored in this test")
+
+
+def test_an_entry_is_capped_by_the_total_bound_while_it_is_written(tmp_path: Path) -> None:
+    store = SetupStore(tmp_path, max_total=1000)  # smaller than the per-entry cap
+    setup = RepoSetup("o/r", SetupOptions(timeout=60, store=store, max_entry_bytes=2 << 30))
+    sandbox = _Streaming()
+    setup.ran(sandbox, Lookup(restored=False, key=KEY_A), 1.0, "/testbed")
+    assert sandbox.caps == [1000] and store.open("o/r", KEY_A) is not None
+
+
+def test_a_name_taken_again_by_another_repository_finds_none_of_the_old_entries(tmp_path: Path) -> None:
+    store = SetupStore(tmp_path, max_total=1 << 20)
+    _put(store, cache_owner("octo/widgets", 101), KEY_A, b"private packages")
+    assert store.open(cache_owner("octo/widgets", 202), KEY_A) is None  # same name, another repository
+    entry = store.open(cache_owner("Octo/Widgets", 101), KEY_A)  # the same repository (names ignore case)
+    assert entry is not None
+    entry.close()

@@ -150,7 +150,7 @@ class RepoSetup:
         top = cwd.strip("/")
         if not _TOP.fullmatch(top) or not store.claim(self.repo, key):
             return  # another sandbox of this process is storing the same key now
-        cap = self.options.max_entry_bytes
+        cap = min(self.options.max_entry_bytes, store.max_total)  # the total's bound holds while one is written
         command, started = SAVE.format(top=top), time.monotonic()
         try:
             size = store.write(self.repo, key, lambda out: sandbox.stream_out(command, out, max_bytes=cap,
@@ -220,6 +220,13 @@ class SetupSandbox:
         if name == "inner":  # not set yet (e.g. while copying): never recurse
             raise AttributeError(name)
         return getattr(self.inner, name)
+
+
+def cache_owner(full_name: str, repo_id: int | None) -> str:
+    """Whose entries a job's setup may use: the repository's name and GitHub's id for it. With the id, a name
+    deleted and taken again by someone else, or given to another repository after a rename, never finds the old
+    repository's entries (what its setup installed may be private)."""
+    return f"{full_name}#{repo_id}" if repo_id is not None else full_name
 
 
 def setup_of(sandbox: Sandbox) -> tuple[RepoSetup | None, Path | None]:

@@ -12,6 +12,7 @@ import hashlib
 import os
 import re
 import threading
+import time
 import uuid
 from collections.abc import Callable
 from pathlib import Path
@@ -23,6 +24,7 @@ log = structlog.get_logger(__name__)
 SUFFIX = ".tar"
 SUM_SUFFIX = ".sha256"
 CHUNK = 1 << 20
+STALE_PART = 2 * 3600  # seconds: a `.part` this old was left by a worker that died mid-write (writes take ≤ 900 s)
 _KEY = re.compile(r"[0-9a-f]{64}")
 
 
@@ -112,7 +114,9 @@ class SetupStore:
 
     def evict(self, keep: Path | None = None) -> list[Path]:
         """Remove least recently used entries until the total is within `max_total`; the ones removed. `keep` (the
-        entry just written) goes last, and only when it alone is over the bound."""
+        entry just written) goes last, and only when it alone is over the bound. Partial writes a dead worker left
+        are removed first (they count against nothing, but fill the disk)."""
+        self._sweep_parts()
         entries = []
         for path in self.root.glob(f"*/*{SUFFIX}"):
             with contextlib.suppress(FileNotFoundError):
@@ -131,6 +135,15 @@ class SetupStore:
             removed.append(path)
             log.info("setup_cache.evicted", entry=f"{path.parent.name}/{path.name}", bytes=size)
         return removed
+
+
+    def _sweep_parts(self) -> None:
+        cutoff = time.time() - STALE_PART
+        for part in self.root.glob("*/.*.part"):
+            with contextlib.suppress(FileNotFoundError):
+                if part.stat().st_mtime < cutoff:
+                    part.unlink()
+                    log.info("setup_cache.stale_part_removed", entry=f"{part.parent.name}/{part.name}")
 
 
 def _digest(handle: IO[bytes]) -> str:
