@@ -222,7 +222,8 @@ def _repo_setup(state: RunState, deps: PipelineDeps, repo: RepoInfo) -> RepoSetu
     def said(summary: str) -> None:
         state.run["setup"] = summary  # the status comment's next edit shows it
 
-    return RepoSetup(cache_owner(state.job.repo, repo.id), deps.setup or SetupOptions.from_settings(deps.settings), on_report=said)
+    options = deps.setup or SetupOptions.from_settings(deps.settings)
+    return RepoSetup(cache_owner(state.job.repo, repo.id), options, on_report=said)
 
 
 def _push(

@@ -12,7 +12,7 @@ import pytest
 
 from bot.pipeline.attempts.execute import run_setup
 from bot.pipeline.attempts.setup_cache import Lookup, RepoSetup, SetupOptions, cache_owner, setup_of
-from bot.pipeline.attempts.setup_key import dependency_files, setup_key
+from bot.pipeline.attempts.setup_key import MAX_ENTRIES, TreeTooLarge, dependency_files, named_files, setup_key
 from bot.pipeline.attempts.setup_store import CorruptEntry, SetupStore, repo_slug
 from bot.pipeline.errors import RunFailed
 from bot.render import render
@@ -214,3 +214,26 @@ def test_a_name_taken_again_by_another_repository_finds_none_of_the_old_entries(
     entry = store.open(cache_owner("Octo/Widgets", 101), KEY_A)  # the same repository (names ignore case)
     assert entry is not None
     entry.close()
+
+
+def test_files_a_setup_command_names_count_however_deep(tmp_path: Path) -> None:
+    repo = _tree(tmp_path, {"requirements/dev.txt": "six\n", "a/b/c/d/e/env.yml": "x\n", "Gemfile": "gem 'rake'\n"})
+    setup = ["pip install -r requirements/dev.txt", "conda env update --file=a/b/c/d/e/env.yml -r ../../etc/passwd"]
+    assert named_files(setup, repo) == ["a/b/c/d/e/env.yml", "requirements/dev.txt"]  # nothing outside the checkout
+    key = setup_key(setup, "img", False, repo)
+    (repo / "requirements/dev.txt").write_text("six==1.16\n")
+    assert setup_key(setup, "img", False, repo) != key
+    key = setup_key(setup, "img", False, repo)
+    (repo / "Gemfile").write_text("gem 'rake', '13.0'\n")  # a manifest by name, whether or not a command names it
+    assert setup_key(setup, "img", False, repo) != key
+
+
+def test_a_tree_too_large_to_walk_gets_no_key_and_setup_runs_uncached(tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    (repo / "many").mkdir(parents=True)
+    for n in range(MAX_ENTRIES + 1):
+        (repo / "many" / f"f{n}").touch()
+    with pytest.raises(TreeTooLarge):
+        setup_key(["npm ci"], "img", False, repo)
+    setup = RepoSetup("o/r", SetupOptions(timeout=60, store=SetupStore(tmp_path / "cache", max_total=1 << 20)))
+    assert setup.lookup(_Streaming(), ["npm ci"], False, repo) == Lookup(False)  # no key: skipped, setup runs

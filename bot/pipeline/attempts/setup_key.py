@@ -1,29 +1,40 @@
 """The setup cache's key: what a setup's result depends on, hashed (commands, image, network, dependency files).
 
 The dependency files are read on the worker from its own clone: regular files only (a link is hashed as its
-target's name, never followed), found at the top and a few directories down, with a bound on what is walked.
+target's name, never followed), found by name at the top and a few directories down, plus any file of the checkout
+a setup command names (`pip install -r requirements/dev.txt`, however deep). A tree too large to walk within the
+bound gets no key (setup runs uncached): a lockfile past the bound could change unseen and restore stale packages.
 """
 
 from __future__ import annotations
 
 import fnmatch
 import hashlib
+import itertools
 import json
 import os
+import shlex
 import stat
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
-KEY_VERSION = 1
+KEY_VERSION = 2
 DEPENDENCY_FILES = (
     "package-lock.json", "npm-shrinkwrap.json", "yarn.lock", "pnpm-lock.yaml", "package.json",
     "go.mod", "go.sum", "Cargo.lock", "Cargo.toml", "pom.xml", "build.gradle", "build.gradle.kts",
     "settings.gradle", "settings.gradle.kts", "gradle.lockfile", "requirements*.txt", "constraints*.txt",
     "pyproject.toml", "setup.cfg", "setup.py", "Pipfile", "Pipfile.lock", "poetry.lock", "uv.lock", "Gemfile.lock",
+    "Gemfile", "go.work", "go.work.sum", "environment.yml", "libs.versions.toml", ".npmrc", ".yarnrc.yml",
+    ".python-version", ".nvmrc", ".node-version", ".tool-versions", "rust-toolchain", "rust-toolchain.toml",
 )  # fmt: skip
 SKIPPED_DIRS = frozenset({".git", "node_modules", "vendor", "target", ".venv", "venv", "build", "dist", "__pycache__"})
 MAX_DEPTH = 3  # the top is depth 0: `packages/app/package.json` of a monorepo is found, deeper ones are not
-MAX_ENTRIES = 5000  # directory entries looked at, so a huge tree costs a bounded walk
+MAX_ENTRIES = 20_000  # directory entries looked at, so a huge tree costs a bounded walk (~20 ms)
+MAX_NAMED = 64  # words of the setup commands looked up as files
 HASH_CHUNK = 1 << 20
+
+
+class TreeTooLarge(OSError):
+    """The walk for dependency files hit MAX_ENTRIES: no key can vouch for the tree."""
 
 
 def is_dependency_file(name: str) -> bool:
@@ -36,19 +47,45 @@ def dependency_files(checkout: Path) -> list[str]:
     found: list[str] = []
     seen = 0
     todo: list[tuple[Path, int]] = [(checkout, 0)]
-    while todo and seen < MAX_ENTRIES:
+    while todo:
         directory, depth = todo.pop()
         try:
-            entries = sorted(os.scandir(directory), key=lambda e: e.name)
+            with os.scandir(directory) as listing:
+                entries = list(itertools.islice(listing, MAX_ENTRIES + 1 - seen))
         except OSError:
             continue
-        for entry in entries[: MAX_ENTRIES - seen]:
-            seen += 1
+        seen += len(entries)
+        if seen > MAX_ENTRIES:  # counted while listing: a directory of a million files costs no more
+            raise TreeTooLarge(f"more than {MAX_ENTRIES:,} entries to look through for dependency files")
+        for entry in entries:
             if entry.is_dir(follow_symlinks=False):
                 if depth < MAX_DEPTH and entry.name not in SKIPPED_DIRS:
                     todo.append((Path(entry.path), depth + 1))
             elif is_dependency_file(entry.name):
                 found.append(Path(entry.path).relative_to(checkout).as_posix())
+    return sorted(found)
+
+
+def named_files(commands: list[str], checkout: Path) -> list[str]:
+    """Files of the checkout the setup commands name (`-r requirements/dev.txt`, `--file=env.yml`): relative,
+    inside the checkout, a regular file or a link (hashed as such)."""
+    words: list[str] = []
+    for command in commands:
+        try:
+            words += shlex.split(command)
+        except ValueError:  # unbalanced quotes: the words as they stand
+            words += command.split()
+    found = set()
+    for word in words[:MAX_NAMED]:
+        name = PurePosixPath(word.split("=", 1)[-1])
+        if not name.parts or name.is_absolute() or ".." in name.parts or name.parts[0] == ".git":
+            continue
+        try:
+            mode = (checkout / name).lstat().st_mode
+        except (OSError, ValueError):
+            continue
+        if stat.S_ISREG(mode) or stat.S_ISLNK(mode):
+            found.add(name.as_posix())
     return sorted(found)
 
 
@@ -68,7 +105,8 @@ def file_digest(path: Path) -> str:
 
 def setup_key(commands: list[str], image_id: str, networked: bool, checkout: Path) -> str:
     """The hex key of one setup: equal inputs give equal keys whatever order the files were found in."""
-    files = {name: file_digest(checkout / name) for name in dependency_files(checkout)}
+    names = set(dependency_files(checkout)) | set(named_files(commands, checkout))
+    files = {name: file_digest(checkout / name) for name in names}
     material = {
         "version": KEY_VERSION,
         "commands": commands,

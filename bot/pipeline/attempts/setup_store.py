@@ -136,7 +136,6 @@ class SetupStore:
             log.info("setup_cache.evicted", entry=f"{path.parent.name}/{path.name}", bytes=size)
         return removed
 
-
     def _sweep_parts(self) -> None:
         cutoff = time.time() - STALE_PART
         for part in self.root.glob("*/.*.part"):
