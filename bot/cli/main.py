@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from bot.cli.flags import add_agent_flags
 from bot.eval.export_command import add_arguments as add_export_arguments
 from bot.settings import Settings, SettingsError
 
@@ -43,17 +44,7 @@ def _parser() -> argparse.ArgumentParser:
     task = run.add_mutually_exclusive_group(required=True)
     task.add_argument("--task", help="the task text")
     task.add_argument("--task-file", type=Path, help="file holding the task text")
-    run.add_argument(
-        "--config",
-        "-c",
-        action="append",
-        default=[],
-        help="agent config: a YAML file or key.path=value, repeatable, merged in order; given at all, it replaces "
-        "prompts/agent.yaml (as mini-swe-agent's -c: `-c prompts/agent.yaml -c agent.step_limit=20` layers on ours)",
-    )
-    run.add_argument("--model", help="litellm model name, e.g. hosted_vllm/<served-model>")
-    run.add_argument("--api-base", help="OpenAI-compatible API base, e.g. http://localhost:8000/v1")
-    run.add_argument("--image", help="sandbox image")
+    add_agent_flags(run, image_help="sandbox image")
     run.add_argument("--output", type=Path, help="output directory (default ./out/<run id>)")
     run.add_argument(
         "--attempts",

@@ -9,6 +9,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from bot.cli.flags import add_agent_flags
 from bot.settings import Settings
 
 USAGE = """mini-fix eval TASKS [--output DIR] [--workers K] [--model NAME] [--api-base URL] [-c SPEC]... [--image I]
@@ -22,17 +23,7 @@ def _run_parser() -> argparse.ArgumentParser:
     p.add_argument("tasks", type=Path, help="a JSONL file of tasks, or a directory of them")
     p.add_argument("--output", type=Path, default=Path("eval-out"), help="output directory (reruns resume it)")
     p.add_argument("--workers", type=int, default=1, help="tasks run at once")
-    p.add_argument("--model", help="litellm model name, e.g. hosted_vllm/<served-model>")
-    p.add_argument("--api-base", help="OpenAI-compatible API base, e.g. http://localhost:8000/v1")
-    p.add_argument(
-        "--config",
-        "-c",
-        action="append",
-        default=[],
-        help="agent config: a YAML file or key.path=value, repeatable, merged in order; given at all, it replaces "
-        "prompts/agent.yaml (as mini-swe-agent's -c: `-c prompts/agent.yaml -c agent.step_limit=20` layers on ours)",
-    )
-    p.add_argument("--image", help="sandbox image for tasks that name none")
+    add_agent_flags(p, image_help="sandbox image for tasks that name none")
     p.add_argument(
         "--attempts",
         type=_positive,
