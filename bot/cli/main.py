@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from bot.cli.flags import add_agent_flags
+from bot.agent.flags import add_agent_flags
 from bot.eval.export_command import add_arguments as add_export_arguments
 from bot.settings import Settings, SettingsError
 

@@ -9,7 +9,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from bot.cli.flags import add_agent_flags
+from bot.agent.flags import add_agent_flags
 from bot.settings import Settings
 
 USAGE = """mini-fix eval TASKS [--output DIR] [--workers K] [--model NAME] [--api-base URL] [-c SPEC]... [--image I]
