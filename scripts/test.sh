@@ -34,4 +34,13 @@ command -v docker-compose >/dev/null || docker compose version >/dev/null 2>&1 \
 # The whole suite (CI) starts with the static checks; given test paths, only those tests run.
 [ $# -ne 0 ] || scripts/lint.sh
 export LITELLM_LOCAL_MODEL_COST_MAP=True
-.venv/bin/pytest "$@"
+if [ $# -ne 0 ]; then
+    exec .venv/bin/pytest "$@"
+fi
+# The whole suite: the unit tier (no Docker, no network, each test its own temporary state) on every core with
+# pytest-xdist, then every other tier in one process (they share the engine, PostgreSQL and the model servers).
+# A failing unit tier still lets the other tiers run, so one CI run shows every failure.
+unit=0
+.venv/bin/pytest tests/unit -n "${MINIFIX_UNIT_WORKERS:-auto}" || unit=$?
+.venv/bin/pytest --ignore=tests/unit
+exit "$unit"
