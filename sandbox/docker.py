@@ -17,6 +17,7 @@ from docker.utils import parse_bytes
 from sandbox.archive import extract_archive, tar_directory
 from sandbox.base import ExecResult, SandboxConfig, SandboxError
 from sandbox.channel import RunnerChannel, RunnerUnavailable
+from sandbox.cleanup import remove_run_containers, sweep
 from sandbox.engine import (
     DEADLINE_LABEL,
     LABEL,
@@ -25,9 +26,7 @@ from sandbox.engine import (
     connect,
     create_container,
     force_remove,
-    remove_run_containers,
     remove_volume,
-    sweep,
     translated,
 )
 from sandbox.engine_exec import engine_exec, kill_by_engine

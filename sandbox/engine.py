@@ -1,4 +1,4 @@
-"""Talking to the Docker engine: connecting, creating locked-down containers, finding and removing ours."""
+"""Talking to the Docker engine: connecting, creating locked-down containers (removing them: `cleanup.py`)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,6 @@ import time
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from datetime import datetime
 from typing import Any
 
 import docker
@@ -24,7 +23,6 @@ RUN_ID_LABEL = "mini-fix.run-id"
 JOB_ID_LABEL = "mini-fix.job-id"
 DEPLOYMENT_LABEL = "mini-fix.deployment"  # whose sandbox it is: a sweeper removes only its own deployment's
 DEADLINE_LABEL = "mini-fix.deadline"
-EXITED_GRACE_SECONDS = 60.0  # the run that owned a stopped container has read its exit state by then
 # What the runner (root in the container, every other process is the action uid) keeps; nothing else is kept.
 # SETUID/SETGID: start each action as the action uid and kill by uid from a helper that takes it. SETPCAP: empty
 # the bounding set the actions inherit. Not KILL, DAC_* or CHOWN: the runner never signals or reads across uids.
@@ -179,132 +177,30 @@ def action_ids(user: str) -> tuple[int, int]:
 
 def force_remove(client: docker.DockerClient, container_id: str) -> bool:
     """Kill and remove a container; False (logged) when that failed for a reason other than it being gone."""
-    try:
-        client.api.remove_container(container_id, force=True)
-    except NotFound:
-        return True
-    except (DockerException, requests.exceptions.RequestException) as exc:
-        log.warning("sandbox.remove_failed", container=container_id[:12], error=str(exc))
-        return False
-    return True
+    return _removed(lambda: client.api.remove_container(container_id, force=True), "container", container_id[:12])
 
 
 def remove_volume(client: docker.DockerClient, name: str) -> bool:
     """Remove a run's volume (after its container); False (logged) when that failed other than by it being gone."""
-    try:
-        client.api.remove_volume(name, force=True)
-    except NotFound:
-        return True
-    except (DockerException, requests.exceptions.RequestException) as exc:
-        log.warning("sandbox.volume_remove_failed", volume=name, error=str(exc))
-        return False
-    return True
+    return _removed(lambda: client.api.remove_volume(name, force=True), "volume", name)
 
 
 def remove_network(client: docker.DockerClient, name: str) -> bool:
     """Remove a run's setup network (after its containers); False (logged) when that failed."""
+    return _removed(lambda: client.api.remove_network(name), "network", name)
+
+
+def _removed(remove: Callable[[], object], kind: str, name: str) -> bool:
+    """Run one removal: gone already counts as removed; any other engine error is logged and False."""
     try:
-        client.api.remove_network(name)
+        remove()
     except NotFound:
         return True
     except (DockerException, requests.exceptions.RequestException) as exc:
-        log.warning("sandbox.network_remove_failed", network=name, error=str(exc))
+        log.warning(f"sandbox.{'remove' if kind == 'container' else kind + '_remove'}_failed", **{kind: name},
+                    error=str(exc))  # fmt: skip
         return False
     return True
-
-
-def sweep(
-    client: docker.DockerClient | None = None,
-    *,
-    now: float | None = None,
-    deployment: str | None = None,
-    running: Callable[[str], bool] | None = None,
-) -> int:
-    """Force-remove mini-fix containers (and their volumes and networks) that serve no run; returns how many
-    containers. With a `deployment`, only that deployment's, never one whose job `running` says is running, and
-    every other one of its jobs; without, any past its deadline or stopped for a while (e.g. by an engine restart
-    while their worker could not reach it)."""
-    client = client or connect()
-    now = time.time() if now is None else now
-    selector = [f"{LABEL}=1", *([f"{DEPLOYMENT_LABEL}={deployment}"] if deployment else [])]
-    is_running = running or (lambda _job: False)
-
-    def stale(labelled: dict[str, Any], exited: bool = False) -> bool:
-        job = (labelled.get("Labels") or {}).get(JOB_ID_LABEL)
-        if job and is_running(job):
-            return False
-        return bool(deployment and job) or _deadline(labelled) < now or exited
-
-    containers = _ours(client, selector)
-    expired = [c["Id"] for c in containers if stale(c, _exited_before(client, c, now))]
-    removed = sum(force_remove(client, container_id) for container_id in expired)
-    for volume in _our_volumes(client, selector):
-        if stale(volume):
-            remove_volume(client, volume["Name"])
-    for network in _our_networks(client, selector):
-        if stale(network):
-            remove_network(client, network["Name"])
-    return removed
-
-
-def remove_run_containers(run_id: str, client: docker.DockerClient | None = None) -> int:
-    """Force-remove every container of one run, including any created after its starter lost track."""
-    return remove_labelled(RUN_ID_LABEL, run_id, client)
-
-
-def remove_labelled(
-    label: str, value: str, client: docker.DockerClient | None = None, *, deployment: str | None = None
-) -> int:
-    """Force-remove every mini-fix container whose `label` is `value` (e.g. a dead worker's job), of `deployment`
-    alone when given."""
-    client = client or connect()
-    selector = [f"{label}={value}", *([f"{DEPLOYMENT_LABEL}={deployment}"] if deployment else [])]
-    removed = sum(force_remove(client, c["Id"]) for c in _ours(client, selector))
-    for volume in _our_volumes(client, selector):
-        remove_volume(client, volume["Name"])
-    for network in _our_networks(client, selector):
-        remove_network(client, network["Name"])
-    return removed
-
-
-def _ours(client: docker.DockerClient, label: str | list[str]) -> list[dict[str, Any]]:
-    with translated():
-        found: list[dict[str, Any]] = client.api.containers(all=True, filters={"label": label})
-    return found
-
-
-def _our_volumes(client: docker.DockerClient, label: str | list[str]) -> list[dict[str, Any]]:
-    with translated():
-        found: list[dict[str, Any]] = client.api.volumes(filters={"label": label}).get("Volumes") or []
-    return found
-
-
-def _our_networks(client: docker.DockerClient, label: str | list[str]) -> list[dict[str, Any]]:
-    with translated():
-        found: list[dict[str, Any]] = client.api.networks(filters={"label": label})
-    return found
-
-
-def _exited_before(client: docker.DockerClient, container: dict[str, Any], now: float) -> bool:
-    """A sandbox is never restarted: one that stopped over EXITED_GRACE_SECONDS ago serves nobody."""
-    if container.get("State") not in ("exited", "dead"):
-        return False
-    try:
-        finished = str(client.api.inspect_container(container["Id"])["State"].get("FinishedAt") or "")
-    except NotFound:  # removed meanwhile
-        return False
-    try:  # RFC 3339 with nanoseconds: keep the microseconds Python reads
-        stamp = datetime.fromisoformat(finished[:26].rstrip("Z") + "+00:00").timestamp()
-    except ValueError:
-        return True
-    return now - stamp > EXITED_GRACE_SECONDS
-
-
-def _deadline(container: dict[str, Any]) -> float:
-    try:
-        return float((container.get("Labels") or {}).get(DEADLINE_LABEL, ""))
-    except ValueError:
-        return 0.0  # a mini-fix container with an unreadable deadline is stale
 
 
 def _slug(run_id: str) -> str:

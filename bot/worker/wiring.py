@@ -104,7 +104,8 @@ def sandbox_limit(settings: Settings) -> int:
 def remove_stale_containers(job: Job, deployment: str) -> None:
     """A dead worker's container for this job would hold its memory until the deadline: remove it now."""
     from sandbox.base import SandboxError
-    from sandbox.engine import JOB_ID_LABEL, remove_labelled
+    from sandbox.cleanup import remove_labelled
+    from sandbox.engine import JOB_ID_LABEL
 
     try:
         removed = remove_labelled(JOB_ID_LABEL, job.id, deployment=deployment)

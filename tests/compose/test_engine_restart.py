@@ -23,7 +23,7 @@ from typing import Any
 import docker
 import pytest
 
-from sandbox.engine import EXITED_GRACE_SECONDS, sweep
+from sandbox.cleanup import EXITED_GRACE_SECONDS, sweep
 from tests.e2e.test_github_flow import FILES, FIX, REPO, SECRET, app_env, jobs
 from tests.support import compose_stack as cs
 from tests.support.app_process import AppProcess

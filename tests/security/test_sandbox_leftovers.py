@@ -11,8 +11,9 @@ import uuid
 import docker
 import pytest
 
+from sandbox.cleanup import remove_run_containers
 from sandbox.docker import DockerSandbox
-from sandbox.engine import RUN_ID_LABEL, remove_run_containers
+from sandbox.engine import RUN_ID_LABEL
 from tests.integration.conftest import small_config
 
 pytestmark = pytest.mark.docker
