@@ -43,11 +43,14 @@ class AgentConfig(BaseModel):
     max_consecutive_format_errors: int = 3
     """Replies in a row without exactly one action that end the run (0 = no limit)."""
     repeated_failure_limit: int = 0
-    """Failures (non-zero exit) after which the same command is refused, not run again (0 = off, as upstream)."""
+    """Runs in a row of one command, each with the same output and exit code, after which it is refused, not run
+    again (0 = off, as upstream). Another command, or another output, in between starts the count again."""
     repeated_failure_template: str = (
-        "This command was not run: it already failed {{failures}} times. Try a different approach."
+        "This command was not run: it just ran {{repeats}} times in a row with the same output. "
+        "Try a different approach."
     )
-    """Jinja2 template of the message sent instead of running a refused command (`command`, `failures`)."""
+    """Jinja2 template of the message sent instead of running a refused command (`command`, `repeats`,
+    `returncode`; `failures` is `repeats`, for configs written for the earlier guard)."""
     first_action_only: bool = False
     """A reply with several actions runs its first, kept up to that block's end (default regex; off, as upstream)."""
     attempt_temperatures: list[float] = [0.0, 0.7, 1.0]

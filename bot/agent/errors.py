@@ -38,7 +38,7 @@ class FormatError(InterruptAgentFlow):
 
 
 class RepeatedFailure(InterruptAgentFlow):
-    """The reply's command already failed too often; it is not run again."""
+    """The reply's command just ran too often in a row with the same output; it is not run again."""
 
 
 class ModelError(Exception):

@@ -23,6 +23,7 @@ from bot.agent.errors import (
     exit_message,
 )
 from bot.agent.model_base import Model, ModelReply, deadline
+from bot.agent.streak import Streak
 from bot.agent.toolcalls import ToolAction, parse_tool_calls, reasoning_cut_off, tool_message
 from bot.trajectory import RunStats, TrajectoryWriter
 from sandbox.base import ExecResult, Sandbox
@@ -77,7 +78,7 @@ class Agent:
         self.messages: list[dict[str, Any]] = []
         self.n_calls = self.prompt_tokens = self.completion_tokens = self.format_errors = 0
         self.cost = 0.0
-        self.failures: dict[str, int] = {}
+        self.streak: Streak | None = None  # the last command run and how many times in a row, unchanged
         self.extra_vars: dict[str, Any] = {}
         self.started = clock()
         self.event: StepEvent | None = None
@@ -146,21 +147,28 @@ class Agent:
         return self.observation(action.command, self.execute(action.command))
 
     def execute(self, command: str) -> ExecResult:
-        """Run one command, count its failure, and end the run if it submitted."""
+        """Run one command, extend or restart the streak, and end the run if it submitted."""
         result = self.sandbox.execute(command)
         self.event = self.step_event(command, result.returncode)
-        if result.returncode != 0:
-            self.failures[command] = self.failures.get(command, 0) + 1
+        self.streak = Streak.after(self.streak, command, result)
         check_submitted(result)
         return result
 
     def refuse_repeated_failure(self, command: str) -> None:
-        """Raise RepeatedFailure instead of running a command that already failed too often (when enabled)."""
-        limit, failures = self.config.agent.repeated_failure_limit, self.failures.get(command, 0)
-        if limit <= 0 or failures < limit:
+        """Raise RepeatedFailure instead of running a command that just ran `repeated_failure_limit` times in a row
+        with the same output and exit code (when enabled). A refusal leaves the streak as it was: the same command
+        sent again is refused again, any other command runs and starts a new streak."""
+        streak, limit = self.streak, self.config.agent.repeated_failure_limit
+        if streak is None or not streak.refuses(command, limit):
             return
         self.event = self.step_event(command, None)
-        content = self.render(self.config.agent.repeated_failure_template, command=command, failures=failures)
+        content = self.render(
+            self.config.agent.repeated_failure_template,
+            command=command,
+            repeats=streak.count,
+            failures=streak.count,  # the name configs written for the old guard use
+            returncode=streak.returncode,
+        )
         raise RepeatedFailure({"role": "user", "content": content, "extra": {"interrupt_type": "RepeatedFailure"}})
 
     def check_limits(self) -> None:

@@ -32,19 +32,33 @@ def run(replies: list[Any], agent: dict[str, Any] | None = None) -> tuple[list[d
     return result.messages, sandbox
 
 
-def test_a_command_that_failed_twice_is_refused_the_third_time() -> None:
+def test_a_command_that_failed_twice_in_a_row_is_refused_the_third_time() -> None:
     messages, sandbox = run([bash(FAILING)] * 3 + [bash("true"), SUBMIT])
     assert sandbox.commands.count(FAILING) == 2 and "true" in sandbox.commands
     refusal = messages[7]
     assert messages[6]["role"] == "assistant" and FAILING in messages[6]["content"]
     assert refusal["role"] == "user" and refusal["extra"]["interrupt_type"] == "RepeatedFailure"
-    assert "already failed 2 times" in refusal["content"]
+    assert "just ran 2 times in a row with the same output (exit code 128)" in refusal["content"]
     assert messages[-1]["extra"]["exit_status"] == "Submitted"
 
 
-def test_a_command_that_succeeds_is_never_refused() -> None:
-    _, sandbox = run([bash("true")] * 4 + [SUBMIT])
-    assert sandbox.commands.count("true") == 4
+def test_an_exit_0_that_repeats_the_same_output_is_refused_too() -> None:
+    unclosed = "cat > notes.txt <<'EOF'\nhalf a file"  # bash only warns: exit 0, the same answer each time
+    messages, sandbox = run([bash(unclosed)] * 4 + [SUBMIT])
+    assert sandbox.commands.count(unclosed) == 2  # the third and fourth were refused
+    refusals = [m for m in messages if m.get("extra", {}).get("interrupt_type") == "RepeatedFailure"]
+    assert len(refusals) == 2 and "(exit code 0)" in refusals[0]["content"]
+
+
+def test_re_running_the_tests_after_an_edit_is_never_refused() -> None:
+    test, edit = "cat value.txt; false", "echo $RANDOM$RANDOM > value.txt"  # a test run that fails each time
+    _, sandbox = run([bash(test), bash(edit), bash(test), bash(edit), bash(test), bash(test), SUBMIT])
+    assert sandbox.commands.count(test) == 4  # another command between, or another output: a new streak
+
+
+def test_the_same_command_with_a_new_output_each_time_is_never_refused() -> None:
+    _, sandbox = run([bash("date +%N; false")] * 4 + [SUBMIT])
+    assert sandbox.commands.count("date +%N; false") == 4
 
 
 def test_the_guard_is_off_when_the_limit_is_zero_as_in_mini_swe_agent() -> None:

@@ -32,7 +32,7 @@ def test_the_repeated_failure_guard_answers_the_call_it_refuses() -> None:
     agent, _, sandbox = run([tool_reply("false")] * 3 + [tool_reply(SUBMIT)], "agent.repeated_failure_limit=2")
     assert sandbox.commands.count("false") == 2
     refused = [m for m in agent.messages if m["role"] == "tool"][2]
-    assert refused["tool_call_id"] == "call_0" and "already failed 2 times" in refused["content"]
+    assert refused["tool_call_id"] == "call_0" and "just ran 2 times in a row" in refused["content"]
 
 
 def test_a_text_reply_to_a_tool_config_is_a_format_error_and_not_kept() -> None:
