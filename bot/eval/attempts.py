@@ -28,6 +28,7 @@ from bot.eval.solve import (
     run_attempts,
     sandbox_config,
     since,
+    tested,
 )
 from bot.eval.tasks import EvalTask
 from bot.pipeline.attempts.plan import Attempt
@@ -53,7 +54,8 @@ def solve_attempts(task: EvalTask, ctx: EvalContext, attempts: int) -> dict[str,
         trajectory = partial(attempt_trajectory, ctx, task)
         runs = run_attempts(task, ctx, group, tmp, checkout=checkout, count=attempts, trajectory=trajectory)
         began = time.monotonic()
-        checks = Checks(checkout, ctx.sandbox, sandbox_config(task, ctx), task.repo_config(), group, tmp, ctx.cancel)
+        repo, _ = tested(task, checkout)  # the inferred test command ranks the attempts, as in the App
+        checks = Checks(checkout, ctx.sandbox, sandbox_config(task, ctx), repo, group, tmp, ctx.cancel)
         judgement = judge(runs, checks, secrets=ctx.settings.secrets)
         record["verify_seconds"] = since(began)
         began = time.monotonic()

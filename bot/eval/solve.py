@@ -26,6 +26,8 @@ from bot.pipeline.attempts.plan import Attempt, AttemptPlan, attempt_run_id
 from bot.pipeline.errors import RunFailed
 from bot.pipeline.judge.testbed import SandboxFactory
 from bot.pipeline.task.issue import MAX_TASK_CHARS, cap, clean
+from bot.repo_config import infer
+from bot.repo_config.schema import RepoConfig
 from bot.settings import Settings
 from sandbox.base import SandboxConfig
 
@@ -48,9 +50,10 @@ class EvalContext:
     attempt_workers: int | None = None  # `--attempt-workers K`: a task's attempts run at once; None = all N
     flags: Flags = NO_FLAGS  # the command line's, for each task's run configuration
 
-    def run_config(self, task: EvalTask) -> RunConfig:
-        """The task's run configuration, as the App resolves a job's (the operator's own task: nothing clamped)."""
-        return resolve(self.settings, self.agent_config, task.repo_config(), self.flags, ceilings=False)
+    def run_config(self, task: EvalTask, repo: RepoConfig | None = None) -> RunConfig:
+        """The task's run configuration, as the App resolves a job's (the operator's own task: nothing clamped);
+        `repo` is the task's repository config with its tests inferred (`tested`), when known."""
+        return resolve(self.settings, self.agent_config, repo or task.repo_config(), self.flags, ceilings=False)
 
     def trajectory_path(self, task: EvalTask) -> Path:
         """Where a task's trajectory is written (SWE-bench's layout)."""
@@ -79,6 +82,12 @@ def solve(task: EvalTask, ctx: EvalContext) -> dict[str, Any]:
     return record | ({"error": verdict.error} if verdict.error else {})
 
 
+def tested(task: EvalTask, checkout: Path) -> tuple[RepoConfig, infer.TestPlan]:
+    """The task's repository config with `test`, `reproduce` and `test_paths` inferred from its base checkout where
+    it sets none, and the test plan the agent's first message names: the App's own inference (`infer.resolve`)."""
+    return infer.resolve(task.repo_config(), checkout)
+
+
 def grade_patch(task: EvalTask, ctx: EvalContext, patch: str, run_id: str, tmp: Path) -> Grade:
     """The patch graded in a fresh sandbox; no patch is never resolved."""
     if not patch.strip():
@@ -99,8 +108,8 @@ def run_attempts(
     """The App's engine on the base `checkout`: `count` attempts, at most `ctx.attempt_workers` at once, each
     with the App's agent, sandbox and setup, its trajectory at `trajectory(index)`, and its change taken out as
     the App takes it."""
-    resolved = ctx.run_config(task)
-    repo = task.repo_config()
+    repo, testing = tested(task, checkout)
+    resolved = ctx.run_config(task, repo)
     paths = {attempt_run_id(run_id, k, count): trajectory(k) for k in range(1, count + 1)}
     plan = AttemptPlan.of(
         resolved,
@@ -114,6 +123,7 @@ def run_attempts(
         model=ctx.model_config,
     )
     plan.parallel = ctx.attempt_workers or 0
+    plan.testing = testing.template_vars()  # the test command and how to run one test, as the App's task says
     text = cap(clean(task.problem_statement), MAX_TASK_CHARS)
     if extra := guidance(repo, checkout):
         text = f"{text}\n\n{extra}"

@@ -16,7 +16,7 @@ from bot.eval.tasks import EvalTask
 from bot.settings import Settings
 from sandbox.base import SandboxConfig
 from tests.support.buggy_repos import REPOS
-from tests.support.buggy_tasks import eval_task, scripted_commands
+from tests.support.buggy_tasks import SUBMIT, eval_task, scripted_commands
 from tests.support.fake_sandbox import FakeSandbox
 from tests.support.scripted_model import ScriptedModel, bash
 
@@ -101,3 +101,27 @@ def test_a_single_attempt_is_the_engines_case_of_one(tmp_path: Path) -> None:
     assert (record["steps"], record["tokens"], record["exit_status"]) == (2, 220, "Submitted")
     assert record["model_seconds"] >= 0 and "import no_such_module" in record["model_patch"]
     assert record["resolved"] is False
+
+
+def test_evals_first_message_names_the_test_command_as_the_apps_does(tmp_path: Path) -> None:
+    settings = Settings(webhook_secret="s" * 32, data_dir=tmp_path / "data", _env_file=None)
+    firsts: list[str] = []
+
+    class First(ScriptedModel):
+        def query(self, messages: list[dict[str, Any]]) -> ModelReply:
+            if len(messages) == 2:
+                firsts.append(messages[1]["content"])
+            return super().query(messages)
+
+    config = load_config(None)
+    ctx = EvalContext(
+        settings, config, config.model, lambda _c: First([bash("true"), bash(SUBMIT)]),
+        lambda c, _run_id: FakeSandbox(env=c.env),
+        tmp_path / "out", threading.Event(),
+    )  # fmt: skip
+    spec = eval_task(REPOS["calc"], tmp_path / "repos")
+    del spec["test"]  # nothing configured: the command is inferred from the checkout, as for a job
+    run_tasks([EvalTask.model_validate(spec)], ctx, ResultStore(ctx.output), workers=1, say=lambda _line: None)
+    [first] = firsts
+    assert "The repository's tests run with `python3 -m unittest discover -t . -s .` from /testbed" in first
+    assert "`python3 -m unittest` and the test file's path" in first  # how to run one test, in its language
