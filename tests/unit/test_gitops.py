@@ -134,16 +134,11 @@ def _repo_with(tmp_path: Path, names: list[str]) -> Path:
     return repo
 
 
-def test_repo_files_lists_the_tracked_files_and_not_untracked_ones(tmp_path: Path) -> None:
+def test_tracked_files_are_the_tracked_ones_and_not_untracked_ones(tmp_path: Path) -> None:
     repo = _repo_with(tmp_path, ["b.py", "a.py"])
     (repo / "scratch.txt").write_text("not tracked\n")
-    assert gitops.repo_files(repo) == "a.py\nb.py"
+    assert gitops.tracked_files(repo) == ["a.py", "b.py"]
 
 
-def test_repo_files_is_capped_with_a_count_of_the_rest(tmp_path: Path) -> None:
-    repo = _repo_with(tmp_path, [f"m{i}.py" for i in range(5)])
-    assert gitops.repo_files(repo, limit=2) == "m0.py\nm1.py\n... and 3 more files"
-
-
-def test_repo_files_is_empty_outside_a_git_repository(tmp_path: Path) -> None:
-    assert gitops.repo_files(tmp_path) == ""
+def test_tracked_files_are_none_outside_a_git_repository(tmp_path: Path) -> None:
+    assert gitops.tracked_files(tmp_path) == []

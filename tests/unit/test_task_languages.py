@@ -36,7 +36,14 @@ def test_another_language_gets_its_command_and_never_unittest(
     assert "unittest" not in message and "python3" not in message
 
 
-def test_python_keeps_its_instructions_and_no_sample_command_is_added() -> None:
-    assert "`python3 -m unittest` and the file's path" in first_message()
-    assert "run Python as `python3`" in first_message()
-    assert first_message().count("```") == 2  # only the submission block: nothing else to copy
+def test_python_keeps_its_instructions_and_no_sample_command_is_added(tmp_path: Path) -> None:
+    (tmp_path / "test_calc.py").write_text("import unittest\n")
+    message = first_message(**infer(tmp_path).template_vars())
+    assert "`python3 -m unittest` and the test file's path" in message
+    assert "run Python as `python3`" in message
+    assert message.count("```") == 2  # only the submission block: nothing else to copy
+
+
+def test_with_no_test_command_known_the_task_names_no_language() -> None:
+    message = first_message()
+    assert "run the tests (the repository's test command)" in message and "unittest" not in message

@@ -21,6 +21,7 @@ from bot.pipeline.attempts.setup_cache import setup_of
 from bot.pipeline.errors import ChangeTooLarge, RunFailed
 from bot.pipeline.judge.missing import missing_tool
 from bot.pipeline.publish import gitops
+from bot.pipeline.task.outline import outline
 from bot.trajectory import TrajectoryWriter
 from sandbox.base import EngineUnavailable, ImageMissing, Sandbox, SandboxConfig, SandboxError
 
@@ -180,7 +181,7 @@ def run_agent(
     try:
         with sandbox_errors():
             extra = {**sandbox.template_vars(), **(testing or {})}
-            return agent.run(task, **extra, repo_files=gitops.repo_files(checkout))
+            return agent.run(task, **extra, repo_files=outline(gitops.tracked_files(checkout)))
     except RunFailed:
         raise
     except Exception as exc:

@@ -305,15 +305,9 @@ def read_blob(repo: Path, path: str, *, max_bytes: int, rev: str = "HEAD") -> by
     return git_bytes(["cat-file", "blob", fields[2].decode()], cwd=repo, what="git cat-file")
 
 
-REPO_FILES_LIMIT = 200  # paths listed in the agent's task; a bigger repository gets the first ones and a count
-
-
-def repo_files(repo: Path, *, limit: int = REPO_FILES_LIMIT) -> str:
-    """The checkout's tracked files, one per line (git's quoting), capped; empty when it is not a git repository."""
+def tracked_files(repo: Path) -> list[str]:
+    """The checkout's tracked files (git's quoting); none when it is not a git repository."""
     try:
-        listed = _git(["ls-files"], cwd=repo, what="list files", timeout=60).splitlines()
+        return _git(["ls-files"], cwd=repo, what="list files", timeout=60).splitlines()
     except GitError:
-        return ""
-    shown = "\n".join(listed[:limit])
-    more = len(listed) - limit
-    return f"{shown}\n... and {more} more files" if more > 0 else shown
+        return []
