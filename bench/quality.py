@@ -75,7 +75,7 @@ def run_mini_fix(task: QualityTask, checkout: Path, work: Path, args: argparse.N
     """`mini-fix run` on the checkout; its patch and statistics from what it wrote."""
     out = work / "out"
     kwargs = {"temperature": 0.0, "max_tokens": args.max_tokens, "timeout": args.call_timeout}
-    specs = [str(DEFAULT_CONFIG_PATH), f"agent.step_limit={args.step_limit}"]
+    specs = [str(args.agent_config), f"agent.step_limit={args.step_limit}"]
     specs += [f"model.model_kwargs.{k}={v}" for k, v in kwargs.items()]
     command = [sys.executable, "-m", "bot.cli", "run", "--repo", str(checkout), "--task", task.issue]
     command += ["--model", f"hosted_vllm/{args.alias}", "--api-base", base, "--output", str(out)]
@@ -242,7 +242,8 @@ def run_one(task: QualityTask, system: str, args: argparse.Namespace, base: str)
         keep = args.output / "trajectories" / f"{system}-{task.name}.json"
         keep.parent.mkdir(parents=True, exist_ok=True)
         keep.write_text(json.dumps(trajectory, default=str))
-    return {"task": task.name, "language": task.language, "system": system, "resolved": resolved,
+    label = args.label if system == "mini-fix" and args.label else system
+    return {"task": task.name, "language": task.language, "system": label, "resolved": resolved,
             "wall_seconds": wall, **row}  # fmt: skip
 
 
@@ -257,14 +258,16 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("--api-base")
     p.add_argument("--alias", default=os.environ.get("MINIFIX_REAL_MODEL_ALIAS", "qwen2.5-coder-1.5b"))
     p.add_argument("--output", type=Path, default=Path("/tmp/quality"))
-    p.add_argument("--report", type=Path, help="print the table from an earlier run's directory and exit")
+    p.add_argument("--agent-config", type=Path, default=DEFAULT_CONFIG_PATH, help="mini-fix's agent config file")
+    p.add_argument("--label", default="", help="the mini-fix row's name in the results (e.g. mini-fix@before)")
+    p.add_argument("--report", type=Path, nargs="+", help="print the table from earlier runs' directories and exit")
     return p.parse_args()
 
 
 def main() -> None:
     args = parse_args()
     if args.report:
-        print(report(args.report / "results.jsonl"))
+        print(report(*(d / "results.jsonl" for d in args.report)))
         return
     base = api_base(args.api_base)
     args.output.mkdir(parents=True, exist_ok=True)

@@ -30,15 +30,16 @@ def totals(rows: list[dict[str, Any]]) -> dict[str, float]:
     }
 
 
-def report(path: Path) -> str:
-    """The Markdown table of a results.jsonl, systems compared only on the tasks both ran."""
-    rows = load(path)
+def report(*paths: Path) -> str:
+    """The Markdown table of one or more results.jsonl files (e.g. a mini-fix config run later against the same
+    mini-swe-agent rows), systems compared only on the tasks all of them ran."""
+    rows = [row for path in paths for row in load(path)]
     by_system: dict[str, dict[str, dict[str, Any]]] = {}
     for row in rows:
         by_system.setdefault(row["system"], {})[row["task"]] = row
     common = set.intersection(*(set(t) for t in by_system.values())) if by_system else set()
     lines = [
-        f"tasks both systems ran: {len(common)}",
+        f"tasks every system ran: {len(common)}",
         "",
         "| system | resolved | tokens / resolved | tokens / step | steps | format errors | first prompt | wall s |",
         "|---|---:|---:|---:|---:|---:|---:|---:|",
@@ -51,11 +52,11 @@ def report(path: Path) -> str:
             f"| {system} | {t['resolved']}/{t['tasks']} | {per_resolved} | {t['tokens_per_step']:,.0f} | "
             f"{t['steps']:.0f} | {t['format_errors']:.0f} | {t['first_prompt']:,.0f} | {t['wall']:,.0f} |"
         )
-    if {"mini-fix", "mini-swe-agent"} <= set(sums):
-        ours, theirs = sums["mini-fix"], sums["mini-swe-agent"]
-        if theirs["tokens_per_step"]:
-            ratio = ours["tokens_per_step"] / theirs["tokens_per_step"]
-            lines.append(f"\nmini-fix / mini-swe-agent tokens per step: {ratio:.2f}×")
+    theirs = sums.get("mini-swe-agent")
+    for system in sorted(s for s in sums if s.startswith("mini-fix")):
+        if theirs and theirs["tokens_per_step"]:
+            ratio = sums[system]["tokens_per_step"] / theirs["tokens_per_step"]
+            lines.append(f"\n{system} / mini-swe-agent tokens per step: {ratio:.2f}×")
     lines.append("\n| task | " + " | ".join(sorted(by_system)) + " |")
     lines.append("|---|" + "---|" * len(by_system))
     for name in sorted(common):

@@ -70,7 +70,7 @@ def test_the_report_compares_the_systems_on_the_tasks_both_ran(tmp_path: Path) -
     assert ours["tokens_per_step"] == 800 and ours["tokens_per_resolved"] == 3200
     assert totals([rows[1]])["tokens_per_resolved"] == float("inf")
     text = report(tmp_path / "results.jsonl")
-    assert "tasks both systems ran: 1" in text
+    assert "tasks every system ran: 1" in text
     assert "| mini-fix | 1/1 | 3,200 | 800 | 4 | 0 | 700 | 40 |" in text
     assert "| mini-swe-agent | 0/1 | — | 1,000 | 10 | 2 | 650 | 90 |" in text
     assert "tokens per step: 0.80×" in text
