@@ -39,6 +39,7 @@ os.environ.setdefault("MSWEA_COST_TRACKING", "ignore_errors")  # a self-hosted m
 
 from bench.quality_report import report  # noqa: E402
 from bench.quality_tasks import TASKS, QualityTask, write_files  # noqa: E402
+from bench.real_model import api_base  # noqa: E402  the server: --api-base, else scripts/ensure-model.sh's
 from bot.agent.config import DEFAULT_CONFIG_PATH  # noqa: E402
 from sandbox.base import SandboxConfig  # noqa: E402
 from sandbox.docker import DockerSandbox  # noqa: E402
@@ -46,16 +47,6 @@ from sandbox.docker import DockerSandbox  # noqa: E402
 SYSTEMS = ("mini-fix", "mini-swe-agent")
 IMAGE = "mini-fix-sandbox:latest"
 ACTION_TIMEOUT = 120  # seconds per command, both systems (prompts/agent.yaml's)
-
-
-def api_base(given: str | None) -> str:
-    """--api-base, else the CPU llama.cpp server scripts/ensure-model.sh starts (or finds running)."""
-    if given:
-        return given
-    done = subprocess.run([str(ROOT / "scripts" / "ensure-model.sh"), "start"], capture_output=True, text=True)
-    if done.returncode != 0:
-        sys.exit(f"scripts/ensure-model.sh start failed:\n{done.stderr}")
-    return done.stdout.strip().splitlines()[-1]
 
 
 def git(cwd: Path, *args: str) -> str:
