@@ -45,5 +45,5 @@ def test_python_keeps_its_instructions_and_no_sample_command_is_added(tmp_path: 
 
 
 def test_with_no_test_command_known_the_task_names_no_language() -> None:
-    message = first_message()
+    message = " ".join(first_message().split())
     assert "run the tests (the repository's test command)" in message and "unittest" not in message
