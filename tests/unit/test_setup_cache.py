@@ -237,3 +237,10 @@ def test_a_tree_too_large_to_walk_gets_no_key_and_setup_runs_uncached(tmp_path: 
         setup_key(["npm ci"], "img", False, repo)
     setup = RepoSetup("o/r", SetupOptions(timeout=60, store=SetupStore(tmp_path / "cache", max_total=1 << 20)))
     assert setup.lookup(_Streaming(), ["npm ci"], False, repo) == Lookup(False)  # no key: skipped, setup runs
+
+
+def test_a_named_file_behind_a_linked_directory_is_never_read(tmp_path: Path) -> None:
+    outside = _tree(tmp_path / "host", {"secret.txt": "worker's own file\n"})
+    repo = _tree(tmp_path / "repo", {"requirements.txt": "six\n"})
+    os.symlink(outside, repo / "vendored")
+    assert named_files(["pip install -r vendored/secret.txt"], repo) == []

@@ -84,9 +84,20 @@ def named_files(commands: list[str], checkout: Path) -> list[str]:
             mode = (checkout / name).lstat().st_mode
         except (OSError, ValueError):
             continue
-        if stat.S_ISREG(mode) or stat.S_ISLNK(mode):
+        if (stat.S_ISREG(mode) or stat.S_ISLNK(mode)) and _real_dirs(checkout, name):
             found.add(name.as_posix())
     return sorted(found)
+
+
+def _real_dirs(checkout: Path, name: PurePosixPath) -> bool:
+    """Every directory on the way to `name` is a directory of the checkout, not a link out of it (lstat follows
+    the links before the last component)."""
+    here = checkout
+    for part in name.parts[:-1]:
+        here = here / part
+        if not stat.S_ISDIR(here.lstat().st_mode):
+            return False
+    return True
 
 
 def file_digest(path: Path) -> str:
