@@ -52,10 +52,10 @@ def solve_attempts(task: EvalTask, ctx: EvalContext, attempts: int) -> dict[str,
         except GitFailed as exc:
             return record | error_record(exc, started)
         trajectory = partial(attempt_trajectory, ctx, task)
-        runs = run_attempts(task, ctx, group, tmp, checkout=checkout, count=attempts, trajectory=trajectory)
+        repo = tested(task, checkout)  # inferred once: the first message names its test, and it ranks the attempts
+        runs = run_attempts(task, ctx, group, tmp, checkout=checkout, repo=repo, count=attempts, trajectory=trajectory)
         began = time.monotonic()
-        repo, _ = tested(task, checkout)  # the inferred test command ranks the attempts, as in the App
-        checks = Checks(checkout, ctx.sandbox, sandbox_config(task, ctx), repo, group, tmp, ctx.cancel)
+        checks = Checks(checkout, ctx.sandbox, sandbox_config(task, ctx), repo[0], group, tmp, ctx.cancel)
         judgement = judge(runs, checks, secrets=ctx.settings.secrets)
         record["verify_seconds"] = since(began)
         began = time.monotonic()

@@ -72,7 +72,9 @@ def solve(task: EvalTask, ctx: EvalContext) -> dict[str, Any]:
         except GitFailed as exc:
             return record | error_record(exc, started)
         path = ctx.trajectory_path(task)
-        [attempt] = run_attempts(task, ctx, run_id, Path(tmp), checkout=checkout, count=1, trajectory=lambda _: path)
+        repo = tested(task, checkout)
+        [attempt] = run_attempts(task, ctx, run_id, Path(tmp), checkout=checkout, repo=repo, count=1,
+                                 trajectory=lambda _: path)  # fmt: skip
         if (failure := did_not_run(attempt)) is not None:
             return record | error_record(failure, started)
         patch = attempt.candidate.change.diff if attempt.candidate.change else ""
@@ -102,14 +104,15 @@ def run_attempts(
     tmp: Path,
     *,
     checkout: Path,
+    repo: tuple[RepoConfig, infer.TestPlan],
     count: int,
     trajectory: Callable[[int], Path],
 ) -> list[Attempt]:
     """The App's engine on the base `checkout`: `count` attempts, at most `ctx.attempt_workers` at once, each
     with the App's agent, sandbox and setup, its trajectory at `trajectory(index)`, and its change taken out as
-    the App takes it."""
-    repo, testing = tested(task, checkout)
-    resolved = ctx.run_config(task, repo)
+    the App takes it; `repo` is `tested(task, checkout)`."""
+    config, testing = repo
+    resolved = ctx.run_config(task, config)
     paths = {attempt_run_id(run_id, k, count): trajectory(k) for k in range(1, count + 1)}
     plan = AttemptPlan.of(
         resolved,
@@ -125,7 +128,7 @@ def run_attempts(
     plan.parallel = ctx.attempt_workers or 0
     plan.testing = testing.template_vars()  # the test command and how to run one test, as the App's task says
     text = cap(clean(task.problem_statement), MAX_TASK_CHARS)
-    if extra := guidance(repo, checkout):
+    if extra := guidance(config, checkout):
         text = f"{text}\n\n{extra}"
     with started(plan) as attempts:
         return attempts.run(text, checkout, tmp, ctx.settings.secrets)
