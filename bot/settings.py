@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Annotated, Literal
 from urllib.parse import urlsplit
 
-from pydantic import AliasChoices, Field, SecretStr, field_validator, model_validator
+from pydantic import AliasChoices, Field, SecretStr, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 # Package registries a setup phase typically needs (PyPI, npm, Debian, crates.io, Go modules).
@@ -305,3 +305,18 @@ def _pem_key(text: str, where: str) -> str:
             "generated for the App (Settings -> Developer settings -> GitHub Apps -> Private keys)"
         ) from None
     return text
+
+
+def load_settings() -> Settings:
+    """The settings from the environment and `.env`; a value that does not parse is a SettingsError naming the
+    variable, what is wrong and what it got (never the value of a secret), not a validation traceback."""
+    try:
+        return Settings()
+    except ValidationError as exc:
+        problems = []
+        for error in exc.errors(include_url=False):
+            name = "MINIFIX_" + "_".join(str(part) for part in error["loc"]).upper()
+            problems.append(f"{name}: {error['msg']}")
+        raise SettingsError(
+            "; ".join(problems) + " (set it in the environment or .env; docs/configuration.md)"
+        ) from None

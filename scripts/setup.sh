@@ -18,26 +18,9 @@ if [[ -x .venv/bin/mini-fix && -f "$stamp" && "$(cat "$stamp")" == "$key" ]]; th
     exit 0
 fi
 
-# Run a command with its output in $log, printing how long it has run (and how many packages pip has collected).
-with_progress() {
-    local what="$1" started=$SECONDS pid rc=0
-    shift
-    "$@" >>"$log" 2>&1 &
-    pid=$!
-    while kill -0 "$pid" 2>/dev/null; do
-        sleep 1
-        if (( (SECONDS - started) % 15 == 0 )) && kill -0 "$pid" 2>/dev/null; then
-            say "$what... $((SECONDS - started))s ($(grep -c '^Collecting' "$log" || true) packages so far)"
-        fi
-    done
-    wait "$pid" || rc=$?
-    if [[ $rc -ne 0 ]]; then
-        tail -n 30 "$log" >&2
-        say "error: $what failed (exit $rc); the whole output is in $log" >&2
-        exit "$rc"
-    fi
-    say "$what: done in $((SECONDS - started))s"
-}
+# shellcheck source=lib/progress.sh
+source scripts/lib/progress.sh
+collected='echo "$(grep -c "^Collecting" "$1" || true) packages so far"'
 
 if [[ ! -x .venv/bin/python ]]; then
     say "creating .venv with $("$PYTHON" --version)"
@@ -45,8 +28,9 @@ if [[ ! -x .venv/bin/python ]]; then
 fi
 : >"$log"
 pip=(.venv/bin/pip --disable-pip-version-check --no-input)
-with_progress "upgrading pip" "${pip[@]}" install --upgrade pip
+with_progress setup "upgrading pip" "$log" "" -- "${pip[@]}" install --upgrade pip
 say "installing mini-fix[$extras] into .venv (a few minutes the first time; log: $log)"
-with_progress "installing mini-fix[$extras]" "${pip[@]}" install --no-warn-script-location -e ".[$extras]"
+with_progress setup "installing mini-fix[$extras]" "$log" "$collected" -- \
+    "${pip[@]}" install --no-warn-script-location -e ".[$extras]"
 echo "$key" >"$stamp"
 say "mini-fix installed in .venv ($(.venv/bin/python --version))"

@@ -8,7 +8,7 @@ from typing import Any
 
 import structlog
 import yaml
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from sandbox.base import SandboxConfig
 
@@ -19,6 +19,18 @@ ACTION_REGEX = r"```mswea_bash_command\s*\n(.*?)\n```"
 TEXT_FENCE = "```mswea_bash_command"
 
 log = structlog.get_logger(__name__)
+
+
+class AgentConfigError(ValueError):
+    """An agent config (a `-c` spec, MINIFIX_AGENT_CONFIG, a profile) that cannot be used; the message names the
+    file, the key, what is wrong and what to do, for one line on stderr and exit 2 (never a traceback)."""
+
+
+# A `-c` spec list that leaves these out replaced prompts/agent.yaml with a file that is only a part of a config.
+PARTIAL_HINT = (
+    "a `-c` file replaces prompts/agent.yaml (mini-swe-agent's rule): put `-c prompts/agent.yaml` first and this "
+    "file after it, or pass single keys such as `-c prompts/agent.yaml -c agent.step_limit=15`"
+)
 
 
 class AgentConfig(BaseModel):
@@ -256,7 +268,7 @@ def load_specs(specs: list[str]) -> MiniFixAgentConfig:
     for spec in specs:
         merged = deep_merge(merged, spec_to_dict(spec))
     files = [shown_name(Path(spec)) for spec in specs if "=" not in spec]
-    config = config_from_dict(merged, source=" ".join(specs))
+    config = config_from_dict(merged, source=" ".join(specs), hint=PARTIAL_HINT)
     return config.model_copy(update={"profile": "+".join(files) or "custom"})
 
 
@@ -272,7 +284,7 @@ def spec_to_dict(spec: str) -> dict[str, Any]:
     key, text = spec.split("=", 1)
     keys = key.split(".")
     if any(not k for k in keys):
-        raise ValueError(f"invalid config spec {spec!r}: empty key")
+        raise AgentConfigError(f"-c {spec}: an empty key in `key.path=value`; write e.g. `agent.step_limit=15`")
     try:
         value: Any = json.loads(text)
     except json.JSONDecodeError:
@@ -284,15 +296,39 @@ def spec_to_dict(spec: str) -> dict[str, Any]:
 
 def read_yaml(path: Path) -> dict[str, Any]:
     """A config file's top-level mapping (an empty file is an empty config)."""
-    raw = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    try:
+        raw = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    except OSError as exc:
+        raise AgentConfigError(f"{path}: cannot read the agent config ({exc.strerror or exc})") from None
+    except UnicodeDecodeError:
+        raise AgentConfigError(f"{path}: the agent config is not UTF-8 text") from None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+        where = f" at line {mark.line + 1}" if mark is not None else ""
+        raise AgentConfigError(f"{path}: not valid YAML{where}: {getattr(exc, 'problem', None) or exc}") from None
     if not isinstance(raw, dict):
-        raise ValueError(f"{path}: an agent config must be a YAML mapping")
+        raise AgentConfigError(f"{path}: an agent config must be a YAML mapping (sections agent:, model:, ...)")
     return raw
 
 
-def config_from_dict(raw: dict[str, Any], *, source: str) -> MiniFixAgentConfig:
-    """Validate a merged config, logging each key it ignores."""
+def config_from_dict(raw: dict[str, Any], *, source: str, hint: str = "") -> MiniFixAgentConfig:
+    """Validate a merged config, logging each key it ignores; an invalid one is an AgentConfigError."""
     cleaned, warnings = normalise(raw)
     for warning in warnings:
         log.warning("agent_config_key_ignored", path=source, detail=warning)
-    return MiniFixAgentConfig.model_validate({**cleaned, "warnings": warnings})
+    try:
+        return MiniFixAgentConfig.model_validate({**cleaned, "warnings": warnings})
+    except ValidationError as exc:
+        raise AgentConfigError(_describe(exc, source, hint)) from None
+
+
+def _describe(exc: ValidationError, source: str, hint: str) -> str:
+    """Each problem as `file: key: what is wrong`, then what to do."""
+    problems = []
+    missing = False
+    for error in exc.errors(include_url=False):
+        key = ".".join(str(part) for part in error["loc"]) or "(top level)"
+        missing = missing or error["type"] == "missing"
+        problems.append(f"{key}: {'missing (required)' if error['type'] == 'missing' else error['msg']}")
+    todo = hint if missing and hint else "fix these keys (docs/configuration.md lists every agent key)"
+    return f"agent config {source}: {'; '.join(problems)}. What to do: {todo}"

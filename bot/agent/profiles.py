@@ -6,7 +6,7 @@ import fnmatch
 import functools
 from pathlib import Path
 
-from bot.agent.config import DEFAULT_CONFIG_PATH, MiniFixAgentConfig, load_config
+from bot.agent.config import DEFAULT_CONFIG_PATH, AgentConfigError, MiniFixAgentConfig, load_config
 
 PROFILES_DIR = DEFAULT_CONFIG_PATH.parent / "profiles"
 SHIPPED: dict[str, Path] = {"text": DEFAULT_CONFIG_PATH, "toolcall": PROFILES_DIR / "toolcall.yaml"}
@@ -21,7 +21,10 @@ def parse_table(table: str) -> list[tuple[str, str]]:
             continue
         pattern, sep, profile = item.partition("=")
         if not sep or not pattern.strip() or not profile.strip():
-            raise ValueError(f"model profile entry {item.strip()!r}: expected <model glob>=<profile>")
+            raise AgentConfigError(
+                f"MINIFIX_MODEL_PROFILES: entry {item.strip()!r} is not `<model glob>=<profile>`; "
+                "write e.g. `hosted_vllm/qwen3*=toolcall`"
+            )
         entries.append((pattern.strip(), profile.strip()))
     return entries
 
@@ -31,7 +34,10 @@ def profile_path(profile: str) -> Path:
     path = SHIPPED.get(profile, Path(profile))
     if not path.is_file():
         names = ", ".join(SHIPPED)
-        raise ValueError(f"model profile {profile!r}: not a shipped profile ({names}) nor a config file")
+        raise AgentConfigError(
+            f"MINIFIX_MODEL_PROFILES: profile {profile!r} is neither a shipped profile ({names}) nor a config file; "
+            "name one of those or the path of an agent config YAML"
+        )
     return path
 
 

@@ -10,9 +10,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from bot.agent.config import AgentConfigError
 from bot.agent.flags import add_agent_flags
 from bot.eval.export_command import add_arguments as add_export_arguments
-from bot.settings import Settings, SettingsError
+from bot.settings import Settings, SettingsError, load_settings
 
 if TYPE_CHECKING:
     from bot.worker.pool import Worker
@@ -52,6 +53,16 @@ def _parser() -> argparse.ArgumentParser:
         help="attempts in parallel (default MINIFIX_AGENT_ATTEMPTS, at most MINIFIX_MAX_AGENT_ATTEMPTS); "
         "the checkout's tests choose",
     )
+
+    show = sub.add_parser(
+        "show",
+        help="print a `mini-fix run`'s steps, patch and verdict from its output directory",
+        description="Read a `mini-fix run --output DIR` back: the agent's steps, the patch, the App's checks of it "
+        "(the repository's tests, the agent's test of the bug before and after the change) and the verdict. "
+        "Exit 0 when the change's checks pass, 1 when not, 2 when DIR holds no run.",
+    )
+    show.add_argument("output", type=Path, help="the run's output directory (--output of `mini-fix run`)")
+    show.add_argument("--no-steps", action="store_true", help="only the patch and the verdict")
 
     setup = sub.add_parser(
         "setup",
@@ -125,7 +136,10 @@ def _worker(settings: Settings, args: argparse.Namespace) -> int:
 def _run(settings: Settings, args: argparse.Namespace) -> int:
     from bot.cli.local_run import LocalRunRequest, run_local
 
-    task = args.task if args.task is not None else args.task_file.read_text()
+    try:
+        task = args.task if args.task is not None else args.task_file.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise SettingsError(f"--task-file {args.task_file}: cannot be read ({exc})") from None
     request = LocalRunRequest(
         repo=args.repo,
         task=task,
@@ -137,6 +151,12 @@ def _run(settings: Settings, args: argparse.Namespace) -> int:
         attempts=args.attempts,
     )
     return run_local(request, settings)
+
+
+def _show(settings: Settings, args: argparse.Namespace) -> int:
+    from bot.cli.show import show
+
+    return show(args.output, steps=not args.no_steps)
 
 
 def _jobs(settings: Settings, args: argparse.Namespace) -> int:
@@ -183,6 +203,7 @@ COMMANDS = {
     "serve": _serve,
     "worker": _worker,
     "run": _run,
+    "show": _show,
     "jobs": _jobs,
     "eval": _eval,
     "export": _export,
@@ -200,10 +221,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     elif unknown:
         parser.error(f"unrecognized arguments: {' '.join(unknown)}")
     try:
-        settings = Settings()
+        settings = load_settings()
         configure_logging(settings.log_level, settings.log_format, settings.secrets)
         return COMMANDS[args.command](settings, args)
-    except SettingsError as exc:
+    except (SettingsError, AgentConfigError) as exc:  # a configuration mistake: one message, exit 2, no traceback
         print(f"mini-fix: configuration error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

@@ -48,7 +48,9 @@ class RealModel:
 def real_model() -> Iterator[RealModel]:
     """The 1.5B behind llama.cpp on 127.0.0.1, started for the session if it was not already running."""
     honour_realmodel_opt_out()
-    was_running = subprocess.run([str(SCRIPT), "status"], capture_output=True).returncode == 0
+    # By the PID file, not an HTTP call: a server busy generating for another process may not answer in time, and
+    # taking it for "not running" would stop it under that process.
+    was_running = subprocess.run([str(SCRIPT), "running"], capture_output=True).returncode == 0
     try:
         started = subprocess.run([str(SCRIPT), "start"], capture_output=True, text=True, timeout=SETUP_SECONDS)
     except subprocess.TimeoutExpired:

@@ -29,27 +29,18 @@ def _readme(title: str, text: str) -> str:
     return f"# {title}\n\n{text}\n\nRun the tests with `python3 -m unittest discover -s tests -t .`.\n"
 
 
-CALC = BuggyRepo(
-    name="calc",
-    issue="`calc.add(2, 3)` returns -1 instead of 5. Adding two numbers should give their sum.",
-    files={
-        "README.md": _readme("calc", "Tiny arithmetic helpers."),
-        "calc/__init__.py": 'from calc.ops import add, mul\n\n__all__ = ["add", "mul"]\n',
-        "calc/ops.py": (
-            '"""Arithmetic on two numbers."""\n\n\ndef add(a, b):\n    """The sum of a and b."""\n'
-            '    return a - b\n\n\ndef mul(a, b):\n    """The product of a and b."""\n    return a * b\n'
-        ),
-        "tests/__init__.py": "",
-        "tests/test_ops.py": (
-            "import unittest\n\nfrom calc import mul\n\n\nclass MulTest(unittest.TestCase):\n"
-            "    def test_mul(self):\n        self.assertEqual(mul(2, 3), 6)\n"
-        ),
-    },
-    hidden_test=(
-        "import unittest\n\nfrom calc import add\n\n\nclass Hidden(unittest.TestCase):\n"
-        "    def test_add(self):\n        self.assertEqual(add(2, 3), 5)\n        self.assertEqual(add(-1, 1), 0)\n"
-    ),
-)
+def from_dir(name: str, folder: Path) -> BuggyRepo:
+    """A repository shipped as files (`repo/`, `issue.md`, `hidden_test.py`), as the demo's is."""
+    files = {
+        str(p.relative_to(folder / "repo")): p.read_text() for p in sorted((folder / "repo").rglob("*")) if p.is_file()
+    }
+    issue = (folder / "issue.md").read_text().strip()
+    return BuggyRepo(name=name, issue=issue, files=files, hidden_test=(folder / "hidden_test.py").read_text())
+
+
+# The demo's repository (scripts/demo.sh), shipped as files so the script needs nothing of the project's code.
+DEMO_DIR = Path(__file__).resolve().parents[2] / "scripts" / "demo" / "calc"
+CALC = from_dir("calc", DEMO_DIR)
 
 SHOUT = BuggyRepo(
     name="shout",

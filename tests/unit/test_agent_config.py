@@ -7,9 +7,16 @@ from pathlib import Path
 
 import pytest
 import yaml
-from pydantic import ValidationError
 
-from bot.agent.config import ACTION_REGEX, DEFAULT_CONFIG_PATH, EnvironmentConfig, load_config, load_specs, spec_to_dict
+from bot.agent.config import (
+    ACTION_REGEX,
+    DEFAULT_CONFIG_PATH,
+    AgentConfigError,
+    EnvironmentConfig,
+    load_config,
+    load_specs,
+    spec_to_dict,
+)
 from sandbox.base import SandboxConfig
 
 
@@ -108,7 +115,7 @@ def test_overrides_are_deep_merged_over_the_file() -> None:
 
 
 def test_wrong_types_are_errors() -> None:
-    with pytest.raises(ValidationError):
+    with pytest.raises(AgentConfigError, match=r"agent\.step_limit: Input should be a valid integer"):
         load_config(overrides={"agent": {"step_limit": "many"}})
 
 

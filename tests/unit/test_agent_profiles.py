@@ -39,7 +39,7 @@ def test_the_first_matching_glob_picks_the_profile() -> None:
 
 @pytest.mark.parametrize("table", ["no-equals-sign", "=toolcall", "x/*=nonexistent-profile"])
 def test_a_bad_table_is_refused_at_startup(tmp_path: Path, table: str) -> None:
-    with pytest.raises(ValueError, match="model profile"):
+    with pytest.raises(ValueError, match="MINIFIX_MODEL_PROFILES"):
         settings(tmp_path, model_profiles=table)
 
 

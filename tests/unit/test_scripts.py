@@ -24,6 +24,7 @@ def project(tmp_path: Path) -> Path:
     """A copy of setup.sh and pyproject.toml over a .venv whose pip only records its calls."""
     (tmp_path / "scripts").mkdir()
     shutil.copy(ROOT / "scripts" / "setup.sh", tmp_path / "scripts" / "setup.sh")
+    shutil.copytree(ROOT / "scripts" / "lib", tmp_path / "scripts" / "lib")
     shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
     bin_dir = tmp_path / ".venv" / "bin"
     bin_dir.mkdir(parents=True)
@@ -37,7 +38,7 @@ def _setup(project: Path, *args: str) -> str:
     result = subprocess.run(
         ["bash", "scripts/setup.sh", *args], cwd=project, capture_output=True, text=True, check=True
     )
-    return result.stdout
+    return result.stdout + result.stderr  # progress and timings go to stderr
 
 
 def _pip_calls(project: Path) -> list[str]:

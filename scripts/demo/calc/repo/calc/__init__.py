@@ -1,0 +1,3 @@
+from calc.ops import add, mul
+
+__all__ = ["add", "mul"]
