@@ -39,7 +39,7 @@ from bot.pipeline.publish.report import report, run_link
 from bot.pipeline.publish.status import StatusComment
 from bot.pipeline.publish.tokens import FreshToken
 from bot.pipeline.state import RunState
-from bot.pipeline.task import followup
+from bot.pipeline.task import asks, followup
 from bot.pipeline.task.feedback import review_feedback
 from bot.pipeline.task.issue import build_task, clean
 from bot.render import render
@@ -74,7 +74,8 @@ def run_pipeline(job: Job, cancel: threading.Event, deps: PipelineDeps) -> JobOu
             if deps.settings.devcontainer_images:  # off by default: no extra reads of the repository
                 found, _ = devcontainer.read(read, job.repo)
             resolved = resolve(deps.settings, deps.agent_config, admitted, devcontainer=found)
-            prepared = followup.prepare(job, gh, resolved.repo, deps.settings, deps.issue_jobs)
+            carried = asks.fold(job, gh, deps.asks)  # what waited for this run, each checked before any effect
+            prepared = followup.prepare(job, gh, resolved.repo, deps.settings, deps.issue_jobs, carried)
             if isinstance(prepared, JobOutcome):
                 return replace(prepared, run_id=run_id)
             job = prepared  # a follow-up carries what failed, or the review, into its task
@@ -235,6 +236,9 @@ def _push(
     if other := duplicate_pr(state.gh, number=issue.number, repo=repo.full_name, branch=start.branch):
         state.run.setdefault("notes", []).append(f"Already fixed by the open pull request {other.url}.")
         raise RunFailed(Outcome.DUPLICATE_PR, f"#{other.number} {other.url}")
+    if ended := followup.recheck_pr(state.job, state.gh):  # never pushed to (or reopening) a closed or merged PR
+        state.run["stop_reason"] = ended
+        raise RunFailed(Outcome.PR_ENDED, ended)
     return push_change(
         state.gh, checkout, diff, issue=issue, run=state.run, token=token, start=start, kind=state.job.kind
     )
