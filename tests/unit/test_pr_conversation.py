@@ -13,10 +13,12 @@ from typing import Any
 from bot.jobs import Job, JobDetails, JobKind, JobRequest, JobStatus
 from bot.ledger.sqlite.ledger import SqliteLedger
 from bot.pipeline.deps import PipelineDeps
+from bot.pipeline.publish.status import job_marker
 from bot.pipeline.run import run_pipeline
 from bot.pipeline.task.asks import AskLedger
+from bot.pipeline.task.feedback import STATUS_MARKER
 from tests.support.fake_github import FakeGitHub
-from tests.support.fake_github_checks import BOT, open_bot_pr
+from tests.support.fake_github_checks import BOT, bot_commit, open_bot_pr
 from tests.support.scripted_model import bash
 from tests.unit.test_pipeline import REPO, SUBMIT, World, github
 
@@ -143,3 +145,20 @@ def test_a_pr_merged_while_the_follow_up_works_is_not_pushed_to_or_reopened(gith
     assert "the pull request was merged while this run worked" in status
     [note] = [c["body"] for c in github.comments_on(REPO, world.pull) if "merged" in c["body"]]
     assert "was merged while this run worked" in note and "add the trigger label" in note
+
+
+def test_a_resumed_follow_up_ending_before_its_run_closes_the_status_comment_left_working(
+    github: FakeGitHub, tmp_path: Path
+) -> None:
+    world = Conversation(github, tmp_path, [])
+    sha = str(github.branch_head(REPO, world.branch))
+    details = JobDetails(pull_request=world.pull, head_sha=sha)
+    ci = world.ledger.submit(JobRequest(JobKind.CI, 7, REPO, world.issue, BOT, "ci:1", details=details)).job
+    working = f":hourglass_flowing_sand: **mini-fix is working on this issue**\n{STATUS_MARKER}\n{job_marker(ci.id)}"
+    left = github.add_comment(REPO, world.issue, working, BOT)  # the first claim's worker posted it, pushed, died
+    bot_commit(github, REPO, world.branch, {"calc.py": "def add(a, b):\n    return a + b\n"}, "mini-fix: follow-up")
+    resumed = replace(world.claimed(ci), attempts=2)
+    outcome = run_pipeline(resumed, threading.Event(), world.deps())
+    assert outcome.status == JobStatus.CANCELLED and world.model.requests == []
+    [body] = [c["body"] for c in github.comments if c["id"] == left]
+    assert "is working" not in body and "its worker stopped mid-run" in body and "newer head commit" in body
