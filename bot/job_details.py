@@ -19,6 +19,16 @@ class AddressedComment:
 
 
 @dataclass(frozen=True)
+class AddressedAsk:
+    """One ask a run carried (its own, or one folded into it), as its answer on the PR lists it."""
+
+    kind: str  # fix | retry | ci | review
+    requester: str
+    summary: str  # one cleaned line: the retry's guidance, the failing checks, the review's first line
+    comments: tuple[AddressedComment, ...] = ()  # a review's inline comments
+
+
+@dataclass(frozen=True)
 class JobDetails:
     """What a job knows beyond the ledger's own columns: written by the webhook path (and by the ledger, for a
     request on a PR), read by the pipeline. Stored in the ledger's `extra` column as a JSON object of the fields
@@ -36,6 +46,7 @@ class JobDetails:
     queue_full: bool = False  # the installation already had its quota of queued jobs (bot/webhooks/guards.py)
     followup_task: str = ""  # worker only: a follow-up's new information (CI failures, the review), for its task
     followup_addressed: tuple[AddressedComment, ...] = ()  # worker only: the review comments it was given
+    followup_asks: tuple[AddressedAsk, ...] = ()  # worker only: every ask the run carries, its own first
 
     def to_json(self) -> str:
         """The ledger column's text: the fields that differ from their defaults."""
@@ -65,6 +76,7 @@ class JobDetails:
             queue_full=data.get("queue_full") is True,
             followup_task=_text(data.get("followup_task")),
             followup_addressed=_addressed(data.get("followup_addressed")),
+            followup_asks=_asks(data.get("followup_asks")),
         )
 
 
@@ -92,4 +104,15 @@ def _addressed(value: object) -> tuple[AddressedComment, ...]:
         if isinstance(item, Mapping) and (n := _number(item.get("n"))) is not None:
             path, line, first = _text(item.get("path")), _number(item.get("line")), _text(item.get("first"))
             found.append(AddressedComment(n, path, line, first))
+    return tuple(found)
+
+
+def _asks(value: object) -> tuple[AddressedAsk, ...]:
+    if not isinstance(value, list):
+        return ()
+    found = []
+    for item in value:
+        if isinstance(item, Mapping) and (kind := _text(item.get("kind"))):
+            comments = _addressed(item.get("comments"))
+            found.append(AddressedAsk(kind, _text(item.get("requester")), _text(item.get("summary")), comments))
     return tuple(found)

@@ -9,9 +9,9 @@ from datetime import datetime
 from enum import StrEnum
 from typing import NotRequired, TypedDict
 
-from bot.job_details import AddressedComment, JobDetails
+from bot.job_details import AddressedAsk, AddressedComment, JobDetails
 
-__all__ = ["AddressedComment", "JobDetails"]  # shared types, kept in bot/job_details.py; the rest below
+__all__ = ["AddressedAsk", "AddressedComment", "JobDetails"]  # shared types, kept in bot/job_details.py; the rest below
 
 
 class JobKind(StrEnum):
@@ -41,6 +41,8 @@ class JobStatus(StrEnum):
     CANCELLED = "cancelled"
     DENIED = "denied"
     SUPERSEDED = "superseded"
+    WAITING = "waiting"  # an ask that came while the issue had an active run: folded into its next run
+    FOLDED = "folded"  # an ask carried by another job's run (its `error` names that job)
 
     @property
     def active(self) -> bool:
@@ -125,6 +127,7 @@ class Outcome(StrEnum):
     PR_OPENED = "pr_opened"
     PR_UPDATED = "pr_updated"
     DUPLICATE_PR = "duplicate_pr"  # another open PR already fixes the issue: linked, not duplicated
+    PR_ENDED = "pr_ended"  # a follow-up's PR was closed or merged while it worked: nothing pushed
     EMPTY_DIFF = "empty_diff"
     NO_ACCEPTABLE_ATTEMPT = "no_acceptable_attempt"  # several attempts, none of them may be proposed
     PROTECTED_PATHS = "protected_paths"

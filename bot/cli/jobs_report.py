@@ -25,6 +25,8 @@ ENDINGS = {
     JobStatus.CANCELLED: "cancelled",
     JobStatus.DENIED: "denied: the requester cannot write",
     JobStatus.SUPERSEDED: "superseded by a newer trigger",
+    JobStatus.WAITING: "waiting for the issue's running job to end",
+    JobStatus.FOLDED: "carried by a later run",
 }
 
 

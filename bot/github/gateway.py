@@ -55,7 +55,7 @@ class RepoInfo:
 
 @dataclass(frozen=True)
 class PullRequest:
-    """An open (or just opened) pull request."""
+    """A pull request (open, or just opened, unless `state` says otherwise)."""
 
     number: int
     url: str
@@ -63,6 +63,8 @@ class PullRequest:
     draft: bool
     head: str = ""
     head_sha: str = ""
+    state: str = "open"  # open | closed
+    merged: bool = False
 
 
 @dataclass(frozen=True)

@@ -47,6 +47,8 @@ def _pull(data: dict[str, Any]) -> PullRequest:
         draft=bool(data.get("draft", False)),
         head=str((data.get("head") or {}).get("ref", "")),
         head_sha=str((data.get("head") or {}).get("sha", "")),
+        state=str(data.get("state") or "open"),
+        merged=data.get("merged") is True or bool(data.get("merged_at")),
     )
 
 

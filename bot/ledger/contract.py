@@ -22,7 +22,8 @@ class SubmitResult:
 
 
 class Ledger(Protocol):
-    """Durable job records. Writes are idempotent; at most one queued or running job per (repo, issue)."""
+    """Durable job records. Writes are idempotent; at most one queued or running job per (repo, issue); asks that
+    come while it is active wait (`waiting`) and are folded into the issue's next run."""
 
     def submit_nowait(self, req: JobRequest) -> Future[SubmitResult]:
         """Record a job; the future resolves once the row is committed."""
@@ -34,6 +35,31 @@ class Ledger(Protocol):
 
     def cancel(self, repo: str, issue: int, reason: str, *, on_pull_request: bool = False) -> list[Job]:
         """Cancel the issue's queued or running job; returns the jobs stopped."""
+        ...
+
+    def take_over(self, job_id: str) -> SubmitResult | None:
+        """A writer's waiting `/agent retry` becomes the issue's queued run: the running run cancelled, a queued one
+        back to waiting (folded into the retry's run); None when the retry no longer waits."""
+        ...
+
+    def waiting_asks(self, repo: str, issue: int) -> builtins.list[Job]:
+        """The issue's asks (fix, retry, ci, review) waiting for its next run, oldest first."""
+        ...
+
+    def waiting_retries(self) -> builtins.list[Job]:
+        """Every waiting `/agent retry`, oldest first."""
+        ...
+
+    def settle_ask(self, job_id: str, status: JobStatus, error: str) -> bool:
+        """End a waiting ask (folded into a run, denied, cancelled); False when it no longer waits."""
+        ...
+
+    def promote(self, repo: str, issue: int) -> Job | None:
+        """The issue's oldest waiting ask queued as its next run, when the issue has no active run; else None."""
+        ...
+
+    def promote_idle(self) -> builtins.list[Job]:
+        """`promote` on every issue that has waiting asks and no active run; the jobs queued."""
         ...
 
     def record_installation(self, change: InstallationChange) -> list[Job]:

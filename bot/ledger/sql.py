@@ -19,6 +19,7 @@ INSERT_COLUMNS = f"{COLUMNS}, body_sha256"  # the body's digest is written, neve
 BODY_COLUMN = "body_sha256 TEXT"  # added to ledgers created before it (NULL: a job no webhook body asked for)
 BODY_INDEX = "CREATE UNIQUE INDEX IF NOT EXISTS jobs_one_body ON jobs (body_sha256)"  # NULLs never clash
 ACTIVE = "status IN ('queued', 'running')"
+LIVE = "status IN ('queued', 'running', 'waiting')"  # what a cancel ends: the active run and the asks waiting for it
 RUNS = "kind IN ('fix', 'retry', 'ci', 'review')"  # control jobs (help, stop) never count as an issue's active job
 RENEW = "UPDATE jobs SET lease_expires_at = ? WHERE id = ? AND worker_id = ? AND status = 'running'"
 FINISH = (
@@ -97,14 +98,67 @@ def on_issue(d: Dialect, conn: Any, req: JobRequest) -> JobRequest:
     return replace(req, issue=issue, details=replace(req.details, on_pull_request=False, pull_request=req.issue))
 
 
-def supersede(d: Dialect, conn: Any, req: JobRequest) -> Stopped:
-    """End the issue's active run for a new fix or retry: (superseded queued jobs, cancelled running ones)."""
-    if req.kind.is_control:
-        return [], []
-    reason = f"superseded by a {req.kind} job from @{req.requester}"
-    return d.stop_active(
-        conn, f"{RUNS} AND repo = ? AND issue = ?", (req.repo, req.issue), reason, JobStatus.SUPERSEDED
+def take_over(d: Dialect, conn: Any, job_id: str) -> Stopped | None:
+    """A writer's waiting `/agent retry` takes the issue over: its running run cancelled, a queued one back to
+    waiting (folded into the retry's run), the retry queued. None when the retry is no longer waiting."""
+    found = select_jobs(d, conn, "id = ? AND status = 'waiting'", (job_id,))
+    if not found:
+        return None
+    retry = found[0]
+    reason = f"superseded by /agent retry from @{retry.requester}"
+    where = f"status = 'running' AND {RUNS} AND repo = ? AND issue = ?"
+    _, running = d.stop_active(conn, where, (retry.repo, retry.issue), reason, JobStatus.CANCELLED)
+    queued = select_jobs(d, conn, f"status = 'queued' AND {RUNS} AND repo = ? AND issue = ?", (retry.repo, retry.issue))
+    conn.execute(
+        d.sql(f"UPDATE jobs SET status = 'waiting', updated_at = ? WHERE status = 'queued' AND {RUNS} "
+              "AND repo = ? AND issue = ?"),
+        (time.time(), retry.repo, retry.issue),
+    )  # fmt: skip
+    conn.execute(d.sql("UPDATE jobs SET status = 'queued', updated_at = ? WHERE id = ?"), (time.time(), job_id))
+    return queued, running
+
+
+def waiting_asks(d: Dialect, conn: Any, repo: str, issue: int) -> list[Job]:
+    """The issue's asks waiting for its next run, oldest first."""
+    where = f"status = 'waiting' AND repo = ? AND issue = ? ORDER BY created_at, {d.tiebreak}"
+    return select_jobs(d, conn, where, (repo, issue))
+
+
+def settle_ask(d: Dialect, conn: Any, job_id: str, status: JobStatus, error: str) -> bool:
+    """End a waiting ask (folded into a run, denied, cancelled); False when it no longer waits."""
+    changed = conn.execute(
+        d.sql("UPDATE jobs SET status = ?, error = ?, updated_at = ? WHERE id = ? AND status = 'waiting'"),
+        (status.value, error, time.time(), job_id),
+    ).rowcount
+    return bool(changed == 1)
+
+
+def promote(d: Dialect, conn: Any, repo: str, issue: int) -> Job | None:
+    """The issue's oldest waiting ask made its queued run, when the issue has no active run; else None."""
+    if select_jobs(d, conn, f"{ACTIVE} AND {RUNS} AND repo = ? AND issue = ?", (repo, issue)):
+        return None
+    oldest = waiting_asks(d, conn, repo, issue)[:1]
+    if not oldest:
+        return None
+    conn.execute(
+        d.sql("UPDATE jobs SET status = 'queued', updated_at = ? WHERE id = ? AND status = 'waiting'"),
+        (time.time(), oldest[0].id),
     )
+    return replace(oldest[0], status=JobStatus.QUEUED)
+
+
+def promote_idle(d: Dialect, conn: Any) -> list[Job]:
+    """`promote` on every issue with waiting asks and no active run (a worker died between a finish and its
+    promote, or a cancelled run's worker never came back)."""
+    rows = conn.execute(
+        d.sql(
+            "SELECT DISTINCT w.repo, w.issue FROM jobs w WHERE w.status = 'waiting' AND NOT EXISTS "
+            "(SELECT 1 FROM jobs a WHERE a.repo = w.repo AND a.issue = w.issue "
+            "AND a.status IN ('queued', 'running') AND a.kind IN ('fix', 'retry', 'ci', 'review'))"
+        ),
+        (),
+    ).fetchall()
+    return [job for repo, issue in rows if (job := promote(d, conn, repo, issue)) is not None]
 
 
 def cancel(d: Dialect, conn: Any, repo: str, issue: int, reason: str, on_pull_request: bool) -> list[Job]:
@@ -114,7 +168,7 @@ def cancel(d: Dialect, conn: Any, repo: str, issue: int, reason: str, on_pull_re
     queued, running = d.stop_active(
         conn, f"{RUNS} AND repo = ? AND issue = ?", (repo, issue), reason, JobStatus.CANCELLED
     )
-    return queued + running
+    return queued + running  # the waiting asks too: a stop or a close ends everything asked of the issue
 
 
 def record_installation(d: Dialect, conn: Any, change: InstallationChange) -> list[Job]:

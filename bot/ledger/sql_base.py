@@ -100,6 +100,40 @@ class SqlLedger(Generic[C]):
             lambda conn: sql.cancel(self.dialect, conn, repo, issue, reason, on_pull_request)
         ).result()
 
+    def take_over(self, job_id: str) -> SubmitResult | None:
+        """A writer's waiting retry becomes the issue's queued run, cancelling the running one; None when it no
+        longer waits."""
+
+        def op(conn: C) -> SubmitResult | None:
+            stopped = sql.take_over(self.dialect, conn, job_id)
+            if stopped is None:
+                return None
+            job = sql.select_jobs(self.dialect, conn, "id = ?", (job_id,))[0]
+            return SubmitResult(job, created=False, superseded=stopped[0], cancelled=stopped[1])
+
+        return self._writer.submit(op).result()
+
+    def waiting_asks(self, repo: str, issue: int) -> builtins.list[Job]:
+        """The issue's asks waiting for its next run, oldest first."""
+        return self._on_conn(lambda conn: sql.waiting_asks(self.dialect, conn, repo, issue))
+
+    def waiting_retries(self) -> builtins.list[Job]:
+        """Every waiting `/agent retry` (its requester's permission decides whether it takes its issue over)."""
+        where = f"status = 'waiting' AND kind = 'retry' ORDER BY created_at, {self.dialect.tiebreak}"
+        return self._on_conn(lambda conn: sql.select_jobs(self.dialect, conn, where))
+
+    def settle_ask(self, job_id: str, status: JobStatus, error: str) -> bool:
+        """End a waiting ask (folded into a run, denied, cancelled); False when it no longer waits."""
+        return bool(self._writer.submit(lambda c: sql.settle_ask(self.dialect, c, job_id, status, error)).result())
+
+    def promote(self, repo: str, issue: int) -> Job | None:
+        """The issue's oldest waiting ask queued as its next run, when the issue has no active run."""
+        return self._writer.submit(lambda conn: sql.promote(self.dialect, conn, repo, issue)).result()
+
+    def promote_idle(self) -> builtins.list[Job]:
+        """`promote` on every issue that has waiting asks and no active run."""
+        return self._writer.submit(lambda conn: sql.promote_idle(self.dialect, conn)).result()
+
     def record_installation(self, change: InstallationChange) -> builtins.list[Job]:
         """Record an installation event (and its label chores); returns the jobs it cancelled."""
 

@@ -14,6 +14,7 @@ from bot.pipeline.admit.capacity import SandboxSlots
 from bot.pipeline.admit.control import StopRuns
 from bot.pipeline.admit.gate import RememberLabel
 from bot.pipeline.attempts.setup_cache import SetupOptions
+from bot.pipeline.task.asks import AskLedger
 from bot.pipeline.task.followup import IssueJobs
 from bot.settings import Settings
 from sandbox.base import Sandbox, SandboxConfig
@@ -36,3 +37,4 @@ class PipelineDeps:
     sandbox_slots: SandboxSlots | None = None  # the worker-wide bound on sandboxes, attempts' and verify's (None: none)
     setup: SetupOptions | None = None  # the setup time limit and cache, one per worker process (None: from settings)
     issue_jobs: IssueJobs | None = None  # Ledger.issue_jobs: how many CI follow-ups a PR already had (None: no bound)
+    asks: AskLedger | None = None  # Ledger.waiting_asks/settle_ask: the asks a run carries (None: its own only)

@@ -39,10 +39,10 @@ from bot.pipeline.publish.report import report, run_link
 from bot.pipeline.publish.status import StatusComment
 from bot.pipeline.publish.tokens import FreshToken
 from bot.pipeline.state import RunState
-from bot.pipeline.task import followup
+from bot.pipeline.task import asks, followup
 from bot.pipeline.task.feedback import review_feedback
 from bot.pipeline.task.issue import build_task, clean
-from bot.render import render
+from bot.render import outcome, render
 from bot.repo_config import devcontainer, infer
 from bot.settings import Settings
 from bot.trajectory import redact
@@ -59,31 +59,54 @@ def run_pipeline(job: Job, cancel: threading.Event, deps: PipelineDeps) -> JobOu
             number = execute.issue_number(gh, job)
             if job.kind.is_control:
                 return _control(job, gh, number, deps)
-            if (ended := followup.gate(job, gh)) is not None:
-                return replace(ended, run_id=run_id)
-            role = followup.requester_role(job, gh)
-            if not can_write(role):
-                gh.create_comment(number, render("denied_comment.md", requester=job.requester, role=role))
-                log.info("job_denied", role=role)
-                return JobOutcome(JobStatus.DENIED, run_id=run_id, error=f"requester role is {role}")
-            read = reader(deps.github, job.installation_id, gh, job.repo)
-            admitted = admit(job, gh, number, deps.settings, read, deps.remember_label)
-            if isinstance(admitted, JobOutcome):
-                return replace(admitted, run_id=run_id)
-            found = None
-            if deps.settings.devcontainer_images:  # off by default: no extra reads of the repository
-                found, _ = devcontainer.read(read, job.repo)
-            resolved = resolve(deps.settings, deps.agent_config, admitted, devcontainer=found)
-            prepared = followup.prepare(job, gh, resolved.repo, deps.settings, deps.issue_jobs)
-            if isinstance(prepared, JobOutcome):
-                return replace(prepared, run_id=run_id)
-            job = prepared  # a follow-up carries what failed, or the review, into its task
-            return _run(job, cancel, deps, gh, number, run_id, resolved)
+            ready = _ready(job, gh, number, deps)
+            if isinstance(ready, JobOutcome):
+                return _ended_early(job, gh, number, replace(ready, run_id=run_id), deps)
+            return _run(ready[0], cancel, deps, gh, number, run_id, ready[1])
         except RateLimited as exc:  # before a status comment exists: run again once GitHub allows
             return rate_limited(job, gh, exc, run_id, deps.settings)
         except (GitHubError, RunFailed) as exc:  # before a status comment exists: nowhere useful to write
             log.warning("job_failed_early", error=str(exc))
             return JobOutcome(JobStatus.FAILED, run_id=run_id, error=str(exc))
+
+
+def _ready(job: Job, gh: GitHubGateway, number: int, deps: PipelineDeps) -> tuple[Job, RunConfig] | JobOutcome:
+    """The job with what its run carries, and its configuration; or how it ends before a run."""
+    if (ended := followup.gate(job, gh)) is not None:
+        return ended
+    role = followup.requester_role(job, gh)
+    if not can_write(role):
+        gh.create_comment(number, render("denied_comment.md", requester=job.requester, role=role))
+        log.info("job_denied", role=role)
+        return JobOutcome(JobStatus.DENIED, error=f"requester role is {role}")
+    read = reader(deps.github, job.installation_id, gh, job.repo)
+    admitted = admit(job, gh, number, deps.settings, read, deps.remember_label)
+    if isinstance(admitted, JobOutcome):
+        return admitted
+    found = None
+    if deps.settings.devcontainer_images:  # off by default: no extra reads of the repository
+        found, _ = devcontainer.read(read, job.repo)
+    resolved = resolve(deps.settings, deps.agent_config, admitted, devcontainer=found)
+    carried = asks.fold(job, gh, deps.asks)  # what waited for this run, each checked before any effect
+    prepared = followup.prepare(job, gh, resolved.repo, deps.settings, deps.issue_jobs, carried)
+    # a follow-up carries what failed, or the review, into its task
+    return prepared if isinstance(prepared, JobOutcome) else (prepared, resolved)
+
+
+def _ended_early(job: Job, gh: GitHubGateway, number: int, ended: JobOutcome, deps: PipelineDeps) -> JobOutcome:
+    """A job that ends before its run; a resumed one (its worker died mid-run, e.g. right after its push) also
+    closes the status comment that run left saying it was working."""
+    if job.attempts > 1 and ended.status != JobStatus.QUEUED:
+        run: RunInfo = {
+            "run_id": ended.run_id or "",
+            "model": "",
+            "requester": job.requester,
+            "retry": job.kind == JobKind.RETRY,
+            "exit_status": "",
+            "stop_reason": f"its worker stopped mid-run; on resuming: {ended.error or ended.status}",
+        }
+        StatusComment(gh, number, run, deps.clock, job_id=job.id).close_earlier(outcome(Outcome.CANCELLED, run=run))
+    return ended
 
 
 def _control(job: Job, gh: GitHubGateway, number: int, deps: PipelineDeps) -> JobOutcome:
@@ -235,6 +258,9 @@ def _push(
     if other := duplicate_pr(state.gh, number=issue.number, repo=repo.full_name, branch=start.branch):
         state.run.setdefault("notes", []).append(f"Already fixed by the open pull request {other.url}.")
         raise RunFailed(Outcome.DUPLICATE_PR, f"#{other.number} {other.url}")
+    if ended := followup.recheck_pr(state.job, state.gh):  # never pushed to (or reopening) a closed or merged PR
+        state.run["stop_reason"] = ended
+        raise RunFailed(Outcome.PR_ENDED, ended)
     return push_change(
         state.gh, checkout, diff, issue=issue, run=state.run, token=token, start=start, kind=state.job.kind
     )

@@ -16,7 +16,7 @@ from githubkit.webhooks import verify
 from structlog.typing import FilteringBoundLogger
 
 from bot import metrics
-from bot.jobs import JobRequest
+from bot.jobs import JobRequest, JobStatus
 from bot.ledger.contract import Ledger, SubmitResult
 from bot.queue.dispatch import JobQueue
 from bot.settings import Settings
@@ -165,14 +165,10 @@ class WebhookReceiver:
                 return REPLAYED
             if decision.pr_event is not None:  # a review that asks for a follow-up is recorded as a verdict too
                 await asyncio.to_thread(self._ledger.record_pr_event, decision.pr_event)
-            if result.created:
+            waiting = result.job.status == JobStatus.WAITING  # the issue's run works: folded into its next run
+            if result.created and not waiting:
                 self._queue.dispatch(result.job.id)
-            return {
-                "job_id": result.job.id,
-                "created": result.created,
-                "superseded": [j.id for j in result.superseded],
-                "cancelled": [j.id for j in result.cancelled],
-            }
+            return {"job_id": result.job.id, "created": result.created, "waiting": waiting}
         if (c := decision.cancel) is not None:
             jobs = await asyncio.to_thread(
                 self._ledger.cancel, c.repo, c.issue, c.reason, on_pull_request=c.on_pull_request

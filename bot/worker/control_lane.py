@@ -1,4 +1,5 @@
-"""The control lane: one thread per worker process that runs `/agent stop` and `/agent help` jobs at once.
+"""The control lane: one thread per worker process that runs `/agent stop` and `/agent help` jobs at once, and
+decides waiting `/agent retry`s (a writer's cancels the issue's run, `bot/worker/retries.py`).
 
 Control jobs also travel the dispatch queue, but a run slot may be busy for an hour: this lane reads the ledger
 for queued control jobs every poll and claims them itself, so a stop never waits behind the run it should stop.
@@ -24,6 +25,7 @@ class ControlLane:
     def __init__(self, ledger: Ledger, run_job: Callable[[str], object], *, poll: float = POLL_SECONDS) -> None:
         self.ledger, self.run_job, self.poll = ledger, run_job, poll
         self.polls = 0  # ledger reads so far (tests bound a stop's delay in polls, not seconds)
+        self.admit: Callable[[], object] | None = None  # waiting `/agent retry`s decided (bot/worker/retries.py)
 
     def loop(self, stopping: threading.Event) -> None:
         """Run until `stopping` is set."""
@@ -40,4 +42,6 @@ class ControlLane:
         ids = self.ledger.queued_ids(control=True)
         for job_id in ids:
             self.run_job(job_id)
+        if self.admit is not None:
+            self.admit()
         return len(ids)

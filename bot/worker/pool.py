@@ -225,6 +225,13 @@ class Worker:
         if self._stopping.is_set() and outcome.status not in KEEP_ON_STOP:
             self._requeue(job.id)
             return JobStatus.QUEUED
+        try:
+            return self._finish(job, outcome)
+        finally:
+            if not job.kind.is_control:
+                self._next_ask(job.repo, job.issue)
+
+    def _finish(self, job: Job, outcome: JobOutcome) -> JobStatus:
         self.ledger.finish(
             job.id,
             self.worker_id,
@@ -240,6 +247,17 @@ class Worker:
             metrics.FOLLOWUPS.labels(trigger=job.kind.value, outcome=status.value).inc()
         log.info("job finished", status=status, pr_url=outcome.pr_url, error=outcome.error)
         return status
+
+    def _next_ask(self, repo: str, issue: int) -> None:
+        """The issue's run ended: the oldest ask that waited for it becomes its next run (folding the others)."""
+        try:
+            promoted = self.ledger.promote(repo, issue)
+        except Exception:  # another replica promoted at the same moment (the one-active-run index); the reconciler
+            log.warning("could not promote the next ask", exc_info=True)
+            return
+        if promoted is not None:
+            log.info("next ask queued", job_id=promoted.id, kind=promoted.kind)
+            self.queue.enqueue(promoted.id)
 
     def _defer(self, job: Job, seconds: float, error: str) -> JobStatus:
         """Back to the queue, claimable in `seconds` (the reconciler dispatches it then, on any worker)."""
@@ -263,6 +281,7 @@ class Worker:
                     self.queue.enqueue(job.id)
             else:
                 self._give_up(job)
+        self.ledger.promote_idle()  # asks left waiting by a worker that died between a finish and its promote
         for job_id in self.ledger.queued_ids():
             if job_id not in pending:
                 self.queue.enqueue(job_id)

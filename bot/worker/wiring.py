@@ -24,6 +24,7 @@ from bot.pipeline.deps import PipelineDeps
 from bot.pipeline.publish.outbound import redacting
 from bot.pipeline.run import run_pipeline
 from bot.pipeline.runtime import Runtime
+from bot.pipeline.task.asks import AskLedger
 from bot.pipeline.task.followup import IssueJobs
 from bot.settings import Settings
 from bot.trajectory_store import shared_saver
@@ -31,6 +32,7 @@ from bot.worker.images import SandboxImages
 from bot.worker.labels import LabelKeeper
 from bot.worker.notices import gave_up_notifier
 from bot.worker.pool import Worker, build_worker
+from bot.worker.retries import RetryAdmission
 from bot.worker.review_checks import ReviewChecker
 
 log = structlog.get_logger(__name__)
@@ -43,9 +45,15 @@ def wire_worker(settings: Settings) -> Worker:
     github = redacting(GitHubApp(settings).for_repo, settings.secrets)  # every write this process makes is redacted
     ledger = open_ledger(settings)  # shared with the runner: `/agent stop` jobs cancel runs through it
     runner = build_runner(
-        settings, github, stop_runs=ledger.cancel, remember_label=ledger.remember_label, issue_jobs=ledger.issue_jobs
+        settings,
+        github,
+        stop_runs=ledger.cancel,
+        remember_label=ledger.remember_label,
+        issue_jobs=ledger.issue_jobs,
+        asks=AskLedger(ledger.waiting_asks, ledger.settle_ask),
     )
     worker = build_worker(settings, runner, on_gave_up=gave_up_notifier(github), ledger=ledger)
+    worker.control.admit = RetryAdmission(ledger, github, worker.queue.enqueue).once
     worker.housekeeping = partial(sweep_sandboxes, settings.deployment_name, ledger)
     worker.warm_ups.append(import_job_modules)
     images = SandboxImages(settings)  # before the first job: pulled or built on this worker's engine if missing
@@ -65,6 +73,7 @@ def build_runner(
     stop_runs: StopRuns | None = None,
     remember_label: RememberLabel | None = None,
     issue_jobs: IssueJobs | None = None,
+    asks: AskLedger | None = None,
 ) -> Callable[[Job, threading.Event], JobOutcome]:
     """The real pipeline: the given App and the shared runtime (Docker sandboxes, litellm, imported only there)."""
     runtime = Runtime(settings)
@@ -89,6 +98,7 @@ def build_runner(
             save_trajectory=save_trajectory,
             sandbox_slots=slots,
             issue_jobs=issue_jobs,
+            asks=asks,
             setup=setup,
         )
         return run_pipeline(job, cancel, deps)

@@ -50,22 +50,44 @@ def test_rows_survive_a_reopen(ledger: Any, settings: Settings) -> None:
         reopened.close()
 
 
-def test_new_trigger_supersedes_queued_and_cancels_running(ledger: Any) -> None:
-    queued = ledger.submit(request(delivery="a")).job
+def test_a_new_trigger_waits_and_cancels_nothing(ledger: Any) -> None:
+    first = ledger.submit(request(delivery="a")).job
+    assert ledger.claim(first.id, "w1", 60) is not None
     second = ledger.submit(request(delivery="b"))
-    assert [j.id for j in second.superseded] == [queued.id] and second.cancelled == []
-    assert ledger.claim(second.job.id, "w1", 60) is not None
     third = ledger.submit(request(delivery="c"))
-    assert [j.id for j in third.cancelled] == [second.job.id]
-    assert ledger.is_cancelled(second.job.id)
-    assert not ledger.renew(second.job.id, "w1", 60)  # the worker learns it must stop
-    assert ledger.finish(second.job.id, "w1", JobStatus.FAILED, error="stopped")
-    statuses = {j.id: j.status for j in ledger.list()}
-    assert statuses == {
-        queued.id: JobStatus.SUPERSEDED,
-        second.job.id: JobStatus.CANCELLED,
-        third.job.id: JobStatus.QUEUED,
-    }
+    assert second.job.status == third.job.status == JobStatus.WAITING
+    assert second.superseded == second.cancelled == [] and ledger.renew(first.id, "w1", 60)  # the run goes on
+    assert [j.id for j in ledger.waiting_asks("octo/widgets", 1)] == [second.job.id, third.job.id]
+    assert ledger.promote("octo/widgets", 1) is None  # the issue's run is active
+    assert ledger.finish(first.id, "w1", JobStatus.SUCCEEDED)
+    promoted = ledger.promote("octo/widgets", 1)
+    assert promoted is not None and promoted.id == second.job.id  # the oldest ask is the next run
+    assert ledger.get(second.job.id).status == JobStatus.QUEUED  # type: ignore[union-attr]
+    assert ledger.settle_ask(third.job.id, JobStatus.FOLDED, f"carried by job {second.job.id}")
+    assert not ledger.settle_ask(third.job.id, JobStatus.DENIED, "too late")  # settled once
+    assert ledger.promote("octo/widgets", 1) is None and ledger.waiting_asks("octo/widgets", 1) == []
+
+
+def test_a_writers_retry_takes_the_issue_over(ledger: Any) -> None:
+    running = ledger.submit(request(delivery="a")).job
+    assert ledger.claim(running.id, "w1", 60) is not None
+    review = ledger.submit(JobRequest(JobKind.REVIEW, 77, "octo/widgets", 1, "bob", "review:1")).job
+    retry = ledger.submit(JobRequest(JobKind.RETRY, 77, "octo/widgets", 1, "alice", "d-r", guidance="x")).job
+    assert [j.id for j in ledger.waiting_retries()] == [retry.id]
+    taken = ledger.take_over(retry.id)
+    assert taken is not None and [j.id for j in taken.cancelled] == [running.id]
+    assert taken.job.status == JobStatus.QUEUED and ledger.take_over(retry.id) is None
+    assert not ledger.renew(running.id, "w1", 60)  # the worker learns it must stop
+    assert ledger.get(running.id).error == "superseded by /agent retry from @alice"  # type: ignore[union-attr]
+    assert [j.id for j in ledger.waiting_asks("octo/widgets", 1)] == [review.id]  # folded into the retry's run
+
+
+def test_promote_idle_queues_what_a_dead_worker_left_waiting(ledger: Any) -> None:
+    first = ledger.submit(request(delivery="a")).job
+    waiting = ledger.submit(request(delivery="b")).job
+    assert ledger.claim(first.id, "w1", 60) is not None and ledger.finish(first.id, "w1", JobStatus.FAILED)
+    assert [j.id for j in ledger.promote_idle()] == [waiting.id]
+    assert ledger.promote_idle() == [] and ledger.queued_ids() == [waiting.id]
 
 
 def test_other_issues_are_untouched(ledger: Any) -> None:
@@ -357,10 +379,10 @@ def test_follow_ups_are_runs_one_per_key(ledger: Any) -> None:
     fix = ledger.submit(request(delivery="d-fix")).job
     ci_req = JobRequest(JobKind.CI, 77, "octo/widgets", 1, "mini-fix[bot]", "ci:octo/widgets:9:abc")
     ci = ledger.submit(ci_req)
-    assert ci.created and [j.id for j in ci.superseded] == [fix.id]
+    assert ci.created and ci.job.status == JobStatus.WAITING and ci.superseded == []
     assert not ledger.submit(ci_req).created  # another delivery about the same failed commit
     review = ledger.submit(JobRequest(JobKind.REVIEW, 77, "octo/widgets", 1, "alice", "review:octo/widgets:9:5"))
-    assert [j.id for j in review.superseded] == [ci.job.id]
+    assert review.job.status == JobStatus.WAITING and ledger.get(fix.id).status == JobStatus.QUEUED
     assert [j.kind for j in ledger.issue_jobs("octo/widgets", 1)] == [JobKind.FIX, JobKind.CI, JobKind.REVIEW]
 
 

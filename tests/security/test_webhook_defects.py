@@ -107,7 +107,7 @@ def test_a_captured_body_resent_to_another_replica_makes_no_new_job(
     assert [j.id for j in ledger.list()] == [first["job_id"]] and job_queue.pending_ids() == {first["job_id"]}
 
 
-def test_a_new_event_on_the_same_issue_still_supersedes(client: TestClient) -> None:
+def test_a_new_event_on_the_same_issue_is_still_recorded_waiting(client: TestClient) -> None:
     first = _deliver(client, "issues", labeled("acme/widgets", 9, sender="alice")).json()
     second = _deliver(client, "issues", labeled("acme/widgets", 9, sender="alice")).json()
-    assert second["created"] is True and first["job_id"] in second["superseded"]
+    assert second["created"] is True and second["waiting"] is True and second["job_id"] != first["job_id"]

@@ -161,6 +161,12 @@ class FakeGitHub:
             )  # fmt: skip
         return cid
 
+    def close_pull(self, repo: str, number: int, *, merged: bool = False) -> None:
+        """A person closes (or merges) a pull request."""
+        pull = next(p for p in self.pulls if p["repo"] == repo and p["number"] == number)
+        pull.update(state="closed", merged=merged)
+        self.issues[(repo, number)]["state"] = "closed"
+
     def set_permission(self, user: str, role: str) -> None:
         """A collaborator's role: admin, maintain, write, triage, read (or none to remove)."""
         self.permissions[user] = role

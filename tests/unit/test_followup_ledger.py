@@ -1,4 +1,5 @@
-"""The ledger treats `ci` and `review` follow-ups as an issue's runs: one active at a time; older ledgers migrate."""
+"""The ledger treats `ci` and `review` follow-ups as an issue's runs: one active at a time, later asks wait for it
+(never cancel it); older ledgers migrate."""
 
 from __future__ import annotations
 
@@ -18,17 +19,18 @@ def _req(kind: JobKind, delivery: str, issue: int = 3) -> JobRequest:
     return JobRequest(kind, 7, "acme/w", issue, "ada", delivery)
 
 
-def test_a_follow_up_supersedes_the_issues_queued_run_and_stop_cancels_it(tmp_path: Path) -> None:
+def test_follow_ups_wait_for_the_issues_run_and_stop_cancels_them_all(tmp_path: Path) -> None:
     ledger = SqliteLedger(tmp_path / "l.db")
     try:
         fix = ledger.submit(_req(JobKind.FIX, "d1")).job
         ci = ledger.submit(_req(JobKind.CI, "ci:acme/w:9:abc"))
-        assert ci.created and [j.id for j in ci.superseded] == [fix.id]
+        assert ci.created and ci.job.status == JobStatus.WAITING and not ci.superseded and not ci.cancelled
         review = ledger.submit(_req(JobKind.REVIEW, "review:acme/w:9:1"))
-        assert [j.id for j in review.superseded] == [ci.job.id]
+        assert review.job.status == JobStatus.WAITING and ledger.get(fix.id).status == JobStatus.QUEUED  # type: ignore[union-attr]
         assert [j.kind for j in ledger.issue_jobs("acme/w", 3)] == [JobKind.FIX, JobKind.CI, JobKind.REVIEW]
-        assert [j.id for j in ledger.cancel("acme/w", 3, "/agent stop by @ada")] == [review.job.id]
-        assert ledger.get(review.job.id).status == JobStatus.CANCELLED  # type: ignore[union-attr]
+        stopped = ledger.cancel("acme/w", 3, "/agent stop by @ada")
+        assert {j.id for j in stopped} == {fix.id, ci.job.id, review.job.id}
+        assert {j.status for j in ledger.issue_jobs("acme/w", 3)} == {JobStatus.CANCELLED}
     finally:
         ledger.close()
 
@@ -45,6 +47,6 @@ def test_a_ledger_from_before_the_follow_ups_gets_the_wider_index(tmp_path: Path
             indexes = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'index'")}
         assert "jobs_one_active_job" in indexes and "jobs_one_active_run" not in indexes
         ledger.submit(_req(JobKind.CI, "ci:1"))
-        assert ledger.submit(_req(JobKind.REVIEW, "review:1")).superseded  # one active run per issue
+        assert ledger.submit(_req(JobKind.REVIEW, "review:1")).job.status == JobStatus.WAITING  # one active run
     finally:
         ledger.close()

@@ -86,16 +86,18 @@ def test_another_label_or_a_bot_records_nothing(
     assert ledger.list() == []
 
 
-def test_new_trigger_supersedes_and_unlabel_cancels(
+def test_a_new_trigger_waits_for_the_active_run_and_unlabel_cancels_both(
     client: TestClient, deliver: Deliver, labeled: Any, ledger: SqliteLedger
 ) -> None:
-    first = deliver(client, "issues", labeled(issue=9)).json()["job_id"]
+    first = deliver(client, "issues", labeled(issue=9)).json()
     second = deliver(client, "issues", labeled(issue=9)).json()
-    assert second["superseded"] == [first]
+    assert first["waiting"] is False and second["waiting"] is True and second["created"] is True
+    assert ledger.get(first["job_id"]).status == JobStatus.QUEUED  # type: ignore[union-attr]  # nothing cancelled
     unlabeled = labeled(issue=9)
     unlabeled["action"] = "unlabeled"
-    assert deliver(client, "issues", unlabeled).json()["cancelled"] == [second["job_id"]]
-    assert [j.status for j in ledger.list()] == [JobStatus.CANCELLED, JobStatus.SUPERSEDED]
+    cancelled = deliver(client, "issues", unlabeled).json()["cancelled"]
+    assert sorted(cancelled) == sorted([first["job_id"], second["job_id"]])
+    assert [j.status for j in ledger.list()] == [JobStatus.CANCELLED, JobStatus.CANCELLED]
 
 
 def test_installation_deleted_cancels_its_jobs(

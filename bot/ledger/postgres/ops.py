@@ -12,15 +12,14 @@ from bot.jobs import Job, JobRequest, JobStatus
 from bot.ledger import sql
 from bot.ledger.contract import SubmitResult
 from bot.ledger.sql import (
-    ACTIVE,
     COLUMNS,
     INSERT_COLUMNS,
+    LIVE,
     Dialect,
     Stopped,
     on_issue,
     row_to_job,
     select_jobs,
-    supersede,
 )
 
 SCHEMA_LOCK = 0x6D696E6966  # pg_advisory_xact_lock key: processes starting together create the schema once
@@ -46,7 +45,7 @@ RETURNING = ", ".join(f"jobs.{c.strip()}" for c in COLUMNS.split(","))
 # No conflict target: another replica's row for the same delivery or the same body inserts nothing (no error).
 INSERT = (
     f"INSERT INTO jobs ({INSERT_COLUMNS}) VALUES "
-    "(%s, %s, %s, %s, %s, %s, %s, 'queued', %s, %s, 0, NULL, NULL, NULL, NULL, NULL, %s, %s, %s, %s) "
+    "(%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, 0, NULL, NULL, NULL, NULL, NULL, %s, %s, %s, %s) "
     f"ON CONFLICT DO NOTHING RETURNING {RETURNING}"
 )
 CLAIM = (
@@ -73,17 +72,17 @@ def one_job(conn: Conn, sql: str, params: tuple[Any, ...]) -> Job | None:
 
 
 def stop_active(conn: Conn, where: str, params: tuple[Any, ...], reason: str, queued_to: JobStatus) -> Stopped:
-    """End the active jobs matching `where`: queued ones become `queued_to`, running ones cancelled."""
+    """End the live jobs matching `where`: queued and waiting ones become `queued_to`, running ones cancelled."""
     rows = conn.execute(
         POSTGRES.sql(
-            "UPDATE jobs SET status = CASE prev.status WHEN 'queued' THEN ? ELSE 'cancelled' END, "
+            "UPDATE jobs SET status = CASE prev.status WHEN 'running' THEN 'cancelled' ELSE ? END, "
             "error = ?, updated_at = ? "
-            f"FROM (SELECT id, status FROM jobs WHERE {ACTIVE} AND {where} FOR UPDATE) AS prev "
+            f"FROM (SELECT id, status FROM jobs WHERE {LIVE} AND {where} FOR UPDATE) AS prev "
             f"WHERE jobs.id = prev.id RETURNING prev.status, {RETURNING}"
         ),
         (queued_to.value, reason, time.time(), *params),
     ).fetchall()
-    queued = [row_to_job(r[1:]) for r in rows if r[0] == JobStatus.QUEUED]
+    queued = [row_to_job(r[1:]) for r in rows if r[0] != JobStatus.RUNNING]
     running = [row_to_job(r[1:]) for r in rows if r[0] == JobStatus.RUNNING]
     return queued, running
 
@@ -96,19 +95,28 @@ def submit(conn: Conn, req: JobRequest) -> SubmitResult:
     if (found := recorded(conn, req)) is not None:
         return found
     req = on_issue(POSTGRES, conn, req)
-    superseded, cancelled = supersede(POSTGRES, conn, req)
-    now = time.time()
-    job = one_job(
-        conn,
-        INSERT,
-        (uuid.uuid4().hex[:16], req.kind.value, req.installation_id, req.repo, req.issue, req.requester,
-         req.delivery_id, req.guidance, req.comment_id, now, now, req.details.to_json(), req.body_digest or None),
-    )  # fmt: skip
-    if job is None:  # the same delivery or body, committed a moment ago by another API replica
+    # An issue with an active run: the ask waits for it (never cancels it here: nobody's permission is known yet).
+    job = insert(conn, req, JobStatus.QUEUED)
+    if job is None and (found := recorded(conn, req)) is not None:  # the same delivery or body, another replica's
+        return found
+    job = job or insert(conn, req, JobStatus.WAITING)
+    if job is None:
         if (found := recorded(conn, req)) is not None:
             return found
         raise psycopg.errors.UniqueViolation(f"job for delivery {req.delivery_id} clashes with another row")
-    return SubmitResult(job, created=True, superseded=superseded, cancelled=cancelled)
+    return SubmitResult(job, created=True)
+
+
+def insert(conn: Conn, req: JobRequest, status: JobStatus) -> Job | None:
+    """Insert the request's job; None when a unique index refused it (its delivery or body, or an active run)."""
+    now = time.time()
+    return one_job(
+        conn,
+        INSERT,
+        (uuid.uuid4().hex[:16], req.kind.value, req.installation_id, req.repo, req.issue, req.requester,
+         req.delivery_id, status.value, req.guidance, req.comment_id, now, now, req.details.to_json(),
+         req.body_digest or None),
+    )  # fmt: skip
 
 
 def recorded(conn: Conn, req: JobRequest) -> SubmitResult | None:

@@ -11,7 +11,7 @@ from typing import Any
 from bot.jobs import Job, JobRequest, JobStatus
 from bot.ledger import sql
 from bot.ledger.contract import SubmitResult
-from bot.ledger.sql import ACTIVE, INSERT_COLUMNS, Dialect, Stopped, on_issue, select_jobs, supersede, when
+from bot.ledger.sql import INSERT_COLUMNS, LIVE, Dialect, Stopped, on_issue, select_jobs, when
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS jobs (
@@ -34,7 +34,7 @@ CREATE TABLE IF NOT EXISTS installations (
 # No conflict target: a clash on the delivery id, the body, the one-active-run index or the id inserts nothing.
 INSERT = (
     f"INSERT INTO jobs ({INSERT_COLUMNS}) VALUES "
-    "(?, ?, ?, ?, ?, ?, ?, 'queued', ?, ?, 0, NULL, NULL, NULL, NULL, NULL, ?, ?, ?, ?) ON CONFLICT DO NOTHING"
+    "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, NULL, NULL, NULL, NULL, NULL, ?, ?, ?, ?) ON CONFLICT DO NOTHING"
 )
 CLAIM = (
     "UPDATE jobs SET status = 'running', worker_id = ?, lease_expires_at = ?, attempts = attempts + 1, "
@@ -53,16 +53,16 @@ def migrate(conn: Conn) -> None:
 
 
 def stop_active(conn: Conn, where: str, params: tuple[Any, ...], reason: str, queued_to: JobStatus) -> Stopped:
-    """End the active jobs matching `where`: queued ones become `queued_to`, running ones cancelled."""
-    jobs = select_jobs(SQLITE, conn, f"{ACTIVE} AND {where}", params)
+    """End the live jobs matching `where`: queued and waiting ones become `queued_to`, running ones cancelled."""
+    jobs = select_jobs(SQLITE, conn, f"{LIVE} AND {where}", params)
     if not jobs:
         return [], []
     conn.execute(
-        f"UPDATE jobs SET status = CASE status WHEN 'queued' THEN ? ELSE 'cancelled' END, "
-        f"error = ?, updated_at = ? WHERE {ACTIVE} AND {where}",
+        f"UPDATE jobs SET status = CASE status WHEN 'running' THEN 'cancelled' ELSE ? END, "
+        f"error = ?, updated_at = ? WHERE {LIVE} AND {where}",
         (queued_to.value, reason, time.time(), *params),
     )
-    queued = [replace(j, status=queued_to) for j in jobs if j.status == JobStatus.QUEUED]
+    queued = [replace(j, status=queued_to) for j in jobs if j.status != JobStatus.RUNNING]
     running = [replace(j, status=JobStatus.CANCELLED) for j in jobs if j.status == JobStatus.RUNNING]
     return queued, running
 
@@ -90,26 +90,26 @@ def submit_long(conn: Conn, req: JobRequest) -> SubmitResult:
     if req.body_digest and (same := select_jobs(SQLITE, conn, "body_sha256 = ?", (req.body_digest,))):
         return SubmitResult(same[0], created=False, replayed=True)
     req = on_issue(SQLITE, conn, req)
-    superseded, cancelled = supersede(SQLITE, conn, req)
-    job = insert(conn, req)
+    # An issue with an active run: the ask waits for it (never cancels it here: nobody's permission is known yet).
+    job = insert(conn, req) or insert(conn, req, JobStatus.WAITING)
     if job is None:
         raise sqlite3.IntegrityError(f"job for delivery {req.delivery_id} clashes with another row")
-    return SubmitResult(job, created=True, superseded=superseded, cancelled=cancelled)
+    return SubmitResult(job, created=True)
 
 
-def insert(conn: Conn, req: JobRequest) -> Job | None:
+def insert(conn: Conn, req: JobRequest, status: JobStatus = JobStatus.QUEUED) -> Job | None:
     """Insert the request's job; None when a unique index refused it (its delivery, or an active run)."""
     now = time.time()
     job_id = new_job_id()
     inserted = conn.execute(
         INSERT,
         (job_id, req.kind.value, req.installation_id, req.repo, req.issue, req.requester, req.delivery_id,
-         req.guidance, req.comment_id, now, now, req.details.to_json(), req.body_digest or None),
+         status.value, req.guidance, req.comment_id, now, now, req.details.to_json(), req.body_digest or None),
     ).rowcount  # fmt: skip
     if not inserted:
         return None
     return Job(
-        job_id, req.kind, req.installation_id, req.repo, req.issue, req.requester, req.delivery_id,
+        job_id, req.kind, req.installation_id, req.repo, req.issue, req.requester, req.delivery_id, status,
         guidance=req.guidance, comment_id=req.comment_id, created_at=when(now), updated_at=when(now),
         details=req.details,
     )  # fmt: skip

@@ -17,10 +17,11 @@ JOB_STATUS = {
     Outcome.PR_OPENED: JobStatus.SUCCEEDED,
     Outcome.PR_UPDATED: JobStatus.SUCCEEDED,
     Outcome.CANCELLED: JobStatus.CANCELLED,
+    Outcome.PR_ENDED: JobStatus.CANCELLED,
     Outcome.REQUEUED: JobStatus.QUEUED,
 }
 # No separate comment for these: the PR, the stopper or the next attempt says it all.
-QUIET_OUTCOMES = {Outcome.PR_OPENED, Outcome.PR_UPDATED, Outcome.CANCELLED, Outcome.REQUEUED}
+QUIET_OUTCOMES = {Outcome.PR_OPENED, Outcome.PR_UPDATED, Outcome.CANCELLED, Outcome.REQUEUED, Outcome.PR_ENDED}
 
 
 def report(state: RunState, key: Outcome, detail: str, settings: Settings) -> JobOutcome:

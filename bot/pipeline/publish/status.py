@@ -116,6 +116,13 @@ class StatusComment:
         else:
             self._edit(body)
 
+    def close_earlier(self, outcome: OutcomeText) -> None:
+        """Show `outcome` on the comment an earlier run of this job left (none: nothing to say there)."""
+        self.comment_id = self._earlier() if self.job_id else None
+        if self.comment_id is not None:
+            self._edit(self._render(phase="done", outcome=outcome, links={"pr": None, "run": None}))
+            log.info("earlier_status_comment_closed", comment_id=self.comment_id)
+
     def close(self, outcome: OutcomeText, links: dict[str, str | None], *, comment: str | None) -> None:
         """The run's last words: the final status, the outcome comment (if any), the closing reaction."""
         try:

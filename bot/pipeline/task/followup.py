@@ -6,16 +6,16 @@ its own. Everything it reads from CI or a review is untrusted: quoted through `b
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import TypedDict
 
 import structlog
 
-from bot.github.gateway import GitHubGateway, Review
-from bot.jobs import AddressedComment, Job, JobKind, JobOutcome, JobStatus
+from bot.github.gateway import GitHubGateway, PullRequest, Review
+from bot.jobs import AddressedAsk, AddressedComment, Job, JobKind, JobOutcome, JobStatus
 from bot.pipeline.task.ci_evidence import read_evidence
-from bot.pipeline.task.issue import cap
+from bot.pipeline.task.issue import MAX_GUIDANCE_CHARS, cap, clean
 from bot.pipeline.task.untrusted import plain, quoted
 from bot.render import render
 from bot.repo_config.schema import DEFAULT_CI_FOLLOWUPS, RepoConfig
@@ -47,9 +47,28 @@ def gate(job: Job, gh: GitHubGateway) -> JobOutcome | None:
     pr = gh.get_pr(pull_of(job))
     if pr.head != f"mini-fix/issue-{job.issue}":
         return JobOutcome(JobStatus.CANCELLED, error=f"follow-up: #{pr.number} is not the App's PR for the issue")
+    if (ended := pr_ended(job, pr, gh, when="before this follow-up started")) is not None:
+        return JobOutcome(JobStatus.CANCELLED, error=f"follow-up: #{pr.number} was {ended}")
     if job.kind == JobKind.CI and pr.head_sha and pr.head_sha != job.details.head_sha:
         return JobOutcome(JobStatus.CANCELLED, error="ci follow-up: the pull request has a newer head commit")
     return None
+
+
+def pr_ended(job: Job, pr: PullRequest, gh: GitHubGateway, *, when: str) -> str | None:
+    """ "merged" or "closed" when a follow-up's PR is no longer open (said once on the PR); None while it is open."""
+    if job.kind not in FOLLOWUPS or pr.state == "open":
+        return None
+    ask = "CI fix" if job.kind == JobKind.CI else "review's changes"
+    gh.create_comment(pr.number, render("followup_comment.md", kind="closed", merged=pr.merged, when=when, ask=ask))
+    log.info("followup_pr_ended", pull=pr.number, merged=pr.merged, when=when)
+    return "merged" if pr.merged else "closed"
+
+
+def recheck_pr(job: Job, gh: GitHubGateway) -> str | None:
+    """After the run, before its push: "merged" or "closed" when the follow-up's PR ended while it worked."""
+    if job.kind not in FOLLOWUPS:
+        return None
+    return pr_ended(job, gh.get_pr(pull_of(job)), gh, when="while this run worked")
 
 
 def requester_role(job: Job, gh: GitHubGateway) -> str:
@@ -64,10 +83,11 @@ def ci_limit(config: RepoConfig, settings: Settings) -> int:
 
 
 def ci_done(jobs: list[Job], job_id: str) -> int:
-    """CI follow-ups that ran since the issue's last fix, retry or review follow-up (a person's word resets it)."""
+    """CI follow-ups that ran since the issue's last run carrying a person's ask (a person's word resets it): a
+    denied or cancelled ask, and a CI failure folded into another run, change nothing."""
     done = 0
     for job in jobs:
-        if job.kind in (JobKind.FIX, JobKind.RETRY, JobKind.REVIEW):
+        if job.kind in (JobKind.FIX, JobKind.RETRY, JobKind.REVIEW) and job.status in (*RAN, JobStatus.FOLDED):
             done = 0
         elif job.kind == JobKind.CI and job.id != job_id and job.status in RAN:
             done += 1
@@ -75,22 +95,50 @@ def ci_done(jobs: list[Job], job_id: str) -> int:
 
 
 def prepare(
-    job: Job, gh: GitHubGateway, config: RepoConfig, settings: Settings, issue_jobs: IssueJobs | None
+    job: Job,
+    gh: GitHubGateway,
+    config: RepoConfig,
+    settings: Settings,
+    issue_jobs: IssueJobs | None,
+    carried: Sequence[Job] = (),
 ) -> Job | JobOutcome:
-    """The follow-up with its new information read (CI failures or the review), or how it ends before a run."""
-    if job.kind == JobKind.CI:
-        return _prepare_ci(job, gh, config, settings, issue_jobs)
-    if job.kind == JobKind.REVIEW:
-        return _prepare_review(job, gh, settings)
-    return job
+    """The run's job with every ask's new information read (the latest CI failure, each review, each retry's
+    guidance) into its task, or how it ends before a run (a CI failure alone past its bound, or unreadable)."""
+    asks = [job, *carried]
+    people = [a for a in asks if a.kind != JobKind.CI]
+    parts: list[str] = []
+    answered: list[AddressedAsk] = []
+    if latest := next((a for a in reversed(asks) if a.kind == JobKind.CI), None):
+        ci = _prepare_ci(latest, gh, config, settings, issue_jobs, alone=not people)
+        if isinstance(ci, JobOutcome):
+            if not people:
+                return ci
+        else:
+            parts.append(ci[0])
+            answered.append(ci[1])
+    for ask in people:
+        read = _prepare_person(ask, job, gh, settings)
+        if isinstance(read, JobOutcome):
+            if ask is job and not carried:
+                return read
+            continue
+        parts += [read[0]] if read[0] else []
+        answered.append(read[1])
+    if job.kind not in FOLLOWUPS and not carried:
+        return job
+    details = replace(
+        job.details, followup_task=cap("\n\n".join(parts), MAX_FOLLOWUP_CHARS), followup_asks=tuple(answered)
+    )
+    return replace(job, details=details)
 
 
 def _prepare_ci(
-    job: Job, gh: GitHubGateway, config: RepoConfig, settings: Settings, issue_jobs: IssueJobs | None
-) -> Job | JobOutcome:
+    job: Job, gh: GitHubGateway, config: RepoConfig, settings: Settings, issue_jobs: IssueJobs | None, *, alone: bool
+) -> tuple[str, AddressedAsk] | JobOutcome:
+    """The latest CI failure's text; alone (no person's ask with it) it is bounded and must be readable."""
     pull, limit = pull_of(job), ci_limit(config, settings)
     done = ci_done(issue_jobs(job.repo, job.issue), job.id) if issue_jobs is not None else 0
-    if done >= limit:
+    if alone and done >= limit:
         source = "`ci_followups` in .github/mini-fix.yml" if config.ci_followups is not None else "the default"
         gh.create_comment(pull, render("followup_comment.md", kind="bound", done=done, limit=limit, source=source))
         log.info("ci_followup_bound", done=done, limit=limit)
@@ -98,15 +146,33 @@ def _prepare_ci(
     sha = job.details.head_sha
     evidence = read_evidence(gh, sha, settings.secrets)
     if not evidence.failures and evidence.unread:
-        gh.create_comment(pull, render("followup_comment.md", kind="unread", notes=list(evidence.unread)))
+        if alone:
+            gh.create_comment(pull, render("followup_comment.md", kind="unread", notes=list(evidence.unread)))
         return JobOutcome(JobStatus.FAILED, error="ci follow-up: could not read the failure")
     if not evidence.failures:
         return JobOutcome(JobStatus.CANCELLED, error="ci follow-up: no failing check run on the commit any more")
     text = render("followup_ci.md", pull=pull, sha=sha, failures=list(evidence.failures), unread=list(evidence.unread))
-    return replace(job, details=replace(job.details, followup_task=cap(text, MAX_FOLLOWUP_CHARS)))
+    names = ", ".join(f"`{f.name}`" for f in evidence.failures)
+    return text, AddressedAsk("ci", job.requester, f"{names} on `{sha[:12]}`")
 
 
-def _prepare_review(job: Job, gh: GitHubGateway, settings: Settings) -> Job | JobOutcome:
+def _prepare_person(
+    ask: Job, lead: Job, gh: GitHubGateway, settings: Settings
+) -> tuple[str, AddressedAsk] | JobOutcome:
+    """A person's ask: a review read through the API, a retry's guidance (the lead's own is the task's already)."""
+    if ask.kind == JobKind.REVIEW:
+        return _prepare_review(ask, gh, settings)
+    guidance = cap(clean(ask.guidance), MAX_GUIDANCE_CHARS)
+    first = (guidance.strip().splitlines() or [""])[0]
+    if ask.kind != JobKind.RETRY:
+        return "", AddressedAsk(ask.kind.value, ask.requester, "the trigger label")
+    if ask is lead or not guidance.strip():
+        return "", AddressedAsk(ask.kind.value, ask.requester, first)
+    text = f"## @{ask.requester} also asked (`/agent retry`)\n\n{guidance}"
+    return text, AddressedAsk(ask.kind.value, ask.requester, first)
+
+
+def _prepare_review(job: Job, gh: GitHubGateway, settings: Settings) -> tuple[str, AddressedAsk] | JobOutcome:
     review = gh.get_review(pull_of(job), job.details.review_id or 0)
     if review.author.casefold() != job.requester.casefold():
         return JobOutcome(JobStatus.CANCELLED, error=f"review follow-up: the review is @{review.author}'s")
@@ -121,8 +187,8 @@ def _prepare_review(job: Job, gh: GitHubGateway, settings: Settings) -> Job | Jo
         comments=comments,
     )
     addressed = tuple(AddressedComment(c["n"], c["path"], c["line"], c["first"]) for c in comments)
-    details = replace(job.details, followup_task=cap(text, MAX_FOLLOWUP_CHARS), followup_addressed=addressed)
-    return replace(job, details=details)
+    first = (plain(review.body, settings.secrets).strip().splitlines() or [""])[0]
+    return text, AddressedAsk("review", review.author, first, addressed)
 
 
 class _Comment(TypedDict):
@@ -154,23 +220,29 @@ def _comments(review: Review, settings: Settings) -> list[_Comment]:
 
 
 def run_note(job: Job) -> str:
-    """What the status comment says started a follow-up ("" for other jobs)."""
-    if job.kind == JobKind.CI:
-        return f"CI failed on #{pull_of(job)}"
-    if job.kind == JobKind.REVIEW:
-        return f"changes requested on #{pull_of(job)} by @{job.requester}"
-    return ""
+    """What the status comment says started a run that carries follow-up asks ("" for a plain run)."""
+    asks = job.details.followup_asks
+    if not asks:
+        return ""
+    return "; ".join(_describe(a, pull_of(job)) for a in asks)
+
+
+def _describe(ask: AddressedAsk, pull: int) -> str:
+    if ask.kind == "ci":
+        return f"CI failed on #{pull}"
+    if ask.kind == "review":
+        return f"changes requested on #{pull} by @{ask.requester}"
+    return f"`/agent {ask.kind}` by @{ask.requester}" if ask.kind == "retry" else f"the label, by @{ask.requester}"
 
 
 def task_text(job: Job) -> str:
-    """The follow-up's new information for its task ("" for other jobs)."""
+    """The carried asks' new information for the task ("" for a plain run)."""
     return job.details.followup_task
 
 
 def answer(job: Job, gh: GitHubGateway, run_id: str) -> None:
-    """After a review follow-up pushed: one comment on the PR listing the review comments it worked on."""
-    if job.kind != JobKind.REVIEW:
+    """After a run that carried a review or several asks pushed: one PR comment saying what it was given, per ask."""
+    asks = list(job.details.followup_asks)
+    if not any(a.kind == "review" for a in asks) and len(asks) < 2:
         return
-    comments = list(job.details.followup_addressed)
-    body = render("followup_comment.md", kind="addressed", reviewer=job.requester, run_id=run_id, comments=comments)
-    gh.create_comment(pull_of(job), body)
+    gh.create_comment(pull_of(job), render("followup_comment.md", kind="addressed", run_id=run_id, asks=asks))
