@@ -24,8 +24,8 @@ def action_env(config: SandboxConfig, image_env: list[str]) -> dict[str, str]:
         return env
     image = dict(item.split("=", 1) for item in image_env if "=" in item)
     home = image.get("HOME", "")
-    first = [p.replace("~", home, 1) if p.startswith("~/") else p for p in config.path_prepend]
-    first = [p for p in first if p.startswith("/")]
+    first = [home + p[1:] if p.startswith("~/") and home.startswith("/") else p for p in config.path_prepend]
+    first = [p for p in first if p.startswith("/")]  # a `~/` entry with no HOME to read it by is left out
     return {**env, "PATH": ":".join([*first, image.get("PATH") or DEFAULT_PATH])} if first else env
 
 

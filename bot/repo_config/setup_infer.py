@@ -1,6 +1,10 @@
 """The repository's setup when neither `.github/mini-fix.yml` nor its devcontainer gives one, read from its build
-files per ecosystem: Python (`setup_python.py`), JavaScript from the lockfile, Go, Rust, Maven; else a
+files per ecosystem: Python (`setup_python.py`), JavaScript from the lockfile, Go, Rust; else a
 `script/bootstrap` (or `script/setup`) of the repository's own.
+
+Maven is not inferred: Maven ignores the proxy variables (it reads proxies from its settings.xml only), so a
+`dependency:go-offline` would fail after minutes on every Java job, while the image's Maven already runs an
+ordinary pom's tests offline from Debian's repository; a repository that needs more sets `setup:`.
 
 The checkout is untrusted: only regular top-level files are read (never through a link), capped, as data. The
 commands run in the setup phase, which already runs the repository's code (a `setup.py`, an npm `postinstall`)
@@ -50,7 +54,7 @@ def infer(checkout: Path) -> SetupPlan:
     """The setup the checkout's build files call for (no commands: nothing to install)."""
     commands: list[str] = []
     sources: list[str] = []
-    for detect in (_python, _javascript, _go, _rust, _maven):
+    for detect in (_python, _javascript, _go, _rust):
         if found := detect(checkout):
             commands += found[0]
             sources += found[1]
@@ -116,12 +120,6 @@ def _rust(checkout: Path) -> Found:
     if text is None or "dependencies" not in text or _directory(checkout, "vendor"):
         return None
     return ["cargo fetch"], ["Cargo.toml"]
-
-
-def _maven(checkout: Path) -> Found:
-    if read_small(checkout, "pom.xml") is None:
-        return None
-    return ["mvn -B -q dependency:go-offline"], ["pom.xml"]
 
 
 def _bootstrap(checkout: Path) -> str | None:

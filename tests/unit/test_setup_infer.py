@@ -100,13 +100,15 @@ def test_a_package_json_without_dependencies_needs_no_setup(tmp_path: Path) -> N
     assert plan == SetupPlan([], "no dependencies to install found in the repository's build files")
 
 
-def test_go_rust_and_maven_fetch_their_dependencies_unless_vendored(tmp_path: Path) -> None:
+def test_go_and_rust_fetch_their_dependencies_unless_vendored_and_maven_reads_the_images_repository(
+    tmp_path: Path,
+) -> None:
     go = "module x\n\ngo 1.21\n\nrequire github.com/spf13/pflag v1.0.5\n"
     files = {"go.mod": go, "Cargo.toml": "[dependencies]\nserde = '1'\n", "pom.xml": "<project/>"}
     plan = infer(tree(tmp_path, files))
-    assert plan.commands == ["go mod download", "cargo fetch", "mvn -B -q dependency:go-offline"]
+    assert plan.commands == ["go mod download", "cargo fetch"] and plan.why == "inferred from go.mod, Cargo.toml"
     (tmp_path / "vendor").mkdir()
-    assert infer(tmp_path).commands == ["mvn -B -q dependency:go-offline"]
+    assert infer(tmp_path).commands == []
 
 
 def test_a_bootstrap_script_runs_only_when_no_ecosystem_gives_a_setup(tmp_path: Path) -> None:
