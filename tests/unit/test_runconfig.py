@@ -104,7 +104,8 @@ def test_an_inferred_setup_gets_the_proxys_network_and_the_operators_setup_varia
     checkout = tmp_path / "repo"
     checkout.mkdir()
     (checkout / "requirements.txt").write_text("attrs\n")
-    values = settings(tmp_path, setup_env={"PIP_INDEX_URL": "https://u:t0ken-123@nexus/simple"}, setup_ca_file="/ca.pem")
+    mirror = {"PIP_INDEX_URL": "https://u:t0ken-123@nexus/simple"}
+    values = settings(tmp_path, setup_env=mirror, setup_ca_file="/ca.pem")
     config, plan = with_setup(resolve(values, FILE, RepoConfig()), checkout, values)
     assert plan.inferred and config.repo.setup == plan.commands and config.setup_network and config.sandbox.network
     env = {key: value.get_secret_value() for key, value in config.sandbox.setup_env.items()}
