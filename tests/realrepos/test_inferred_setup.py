@@ -147,3 +147,17 @@ def _chosen_kept_the_tests(out: Path, project: Project) -> None:
     count = re.search(project.counted, test["output"])
     assert count and int(count.group(1)) == 2, test["output"]  # the runner's own count: both tests ran
     assert project.dropped in (out / "attempts.md").read_text()
+
+
+def test_a_setup_that_fails_is_said_plainly_and_the_run_goes_on(ready: None, tmp_path: Path) -> None:
+    broken = dict(PYTHON.files)
+    broken["pyproject.toml"] = broken["pyproject.toml"].replace('"attrs>=22.2"', '"attrs>=999"')  # no such release
+    repo = _repo(tmp_path / "repo", Project(**{**PYTHON.__dict__, "files": broken}))
+    result, out = _run(repo, tmp_path / "out", tmp_path / "data", PYTHON)
+    report = result.stdout + result.stderr
+    failed = re.search(r"^setup: \*\*failed\*\* after \d+ s, so the tests may not run: (.*)$", result.stdout, re.M)
+    assert failed and "pip install -e '.[test]'` exited with 1" in failed.group(1), report
+    assert "attempt 1: Submitted" in result.stdout and "attempt 2: Submitted" in result.stdout, report
+    assert result.stdout.count("setup: **failed**") == 1, report  # said once, and not run in the checks' sandboxes
+    tests = [json.loads(p.read_text())["mini_fix"].get("test") for p in out.glob("*/trajectory.json")]
+    assert tests and all(t and not t["passed"] and "No module named pytest" in t["output"] for t in tests), tests

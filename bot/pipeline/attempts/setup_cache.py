@@ -181,10 +181,12 @@ class RepoSetup:
         lines = [line.strip() for line in detail.splitlines() if line.strip()]
         why = lines[0] if len(lines) < 2 else f"{lines[0]} {lines[-1]}"
         with self._lock:
-            self._failed = self._failed or (
-                f"**failed** after {seconds:.0f} s, so the tests may not run: {why[:FAILURE_CHARS]}"
+            first, self._failed = (
+                not self._failed,
+                self._failed or (f"**failed** after {seconds:.0f} s, so the tests may not run: {why[:FAILURE_CHARS]}"),
             )
-        self.on_report(self.summary())
+        if first:  # attempts failing at once say it once
+            self.on_report(self.summary())
 
     def _report(self, into: list[float], seconds: float) -> None:
         with self._lock:
