@@ -162,6 +162,7 @@ class RunInfo(TypedDict):
     clamped: NotRequired[list[str]]  # the repository's config values the operator's ceilings lowered or refused
     notes: NotRequired[list[str]]  # where the change went when that is not the usual (a moved branch or base)
     setup: NotRequired[str]  # what the repository's setup did: `ran in 41 s`, `restored from cache in 2 s`
+    setup_from: NotRequired[str]  # which setup commands, and why: the repository's own or inferred from its files
     followup: NotRequired[str]  # what started a follow-up (`CI failed on #9`), for the status comment
     tests: NotRequired[str]  # the test command the App runs, and why (configured or inferred)
 

@@ -13,10 +13,11 @@ from urllib.parse import urlsplit
 from pydantic import AliasChoices, Field, SecretStr, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
-# Package registries a setup phase typically needs (PyPI, npm, Debian, crates.io, Go modules).
+# Package registries a setup phase typically needs (PyPI, npm, Debian, crates.io, Go modules, Maven Central).
 DEFAULT_SETUP_HOSTS = (
     "pypi.org", "files.pythonhosted.org", "registry.npmjs.org", "deb.debian.org", "security.debian.org",
-    "index.crates.io", "static.crates.io", "proxy.golang.org", "sum.golang.org",
+    "index.crates.io", "static.crates.io", "proxy.golang.org", "sum.golang.org", "repo.maven.apache.org",
+    "repo1.maven.org",
 )  # fmt: skip
 PLACEHOLDER_SECRETS = {"", "changeme", "change-me", "changethis", "secret", "development", "xxx", "todo"}
 
@@ -176,6 +177,16 @@ class Settings(BaseSettings):
     """Comma-separated host names the setup proxy lets through (a leading dot allows subdomains)."""
     setup_upstream_network: str = "bridge"
     """Engine network the setup proxy reaches those hosts through."""
+    infer_setup: bool = True
+    """With no `setup` in a repository's config or devcontainer, infer one from its build files (pip, npm, go,
+    cargo, Maven) and run it with the setup proxy's network (MINIFIX_SETUP_ALLOWED_HOSTS only); false: no setup."""
+    setup_env: dict[str, SecretStr] = {}
+    """A JSON object of variables the setup phase alone gets (a registry mirror such as `PIP_INDEX_URL` or
+    `npm_config_registry`, its credentials): never the agent's actions, the checks, a trajectory or a log."""
+    setup_ca_file: Path | None = None
+    """A PEM bundle the setup phase's tools trust instead of the image's (an internal registry's CA, or a
+    TLS-inspecting proxy's, with the public ones): copied into the sandbox for setup and named by the tools'
+    CA variables (SSL_CERT_FILE, PIP_CERT, NODE_EXTRA_CA_CERTS, CARGO_HTTP_CAINFO, ...)."""
     allow_owners: Annotated[list[str], NoDecode] = []
     """Comma-separated owners whose repositories may use the App; empty = every owner."""
     deny_owners: Annotated[list[str], NoDecode] = []
@@ -272,6 +283,8 @@ class Settings(BaseSettings):
         found = [v.get_secret_value() for v in values if v is not None]
         password = _password(self.database_url)
         found += [password, self.database_url or "" if password else "", self._key_file_text()]
+        for value in self.setup_env.values():  # a mirror's URL may carry its credentials
+            found += [value.get_secret_value(), _password(value.get_secret_value())]
         pem = [v.replace("\\n", "\n") for v in found if "\\n" in v]  # the key as text, with escaped newlines
         lines = [line for v in found if "PRIVATE KEY" in v for line in v.splitlines() if len(line) >= 32]
         unique = dict.fromkeys(s.strip() for s in [*found, *pem, *lines])

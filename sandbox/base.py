@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, SecretStr
 
 
 @dataclass(frozen=True)
@@ -58,6 +58,15 @@ class SandboxConfig(BaseModel):
     """Engine network the setup proxy reaches the allowed hosts through."""
     setup_proxy_image: str = "mini-fix-proxy:latest"
     """Image of the setup proxy (Debian's squid; built by scripts/ensure-docker.sh from sandbox/proxy)."""
+    setup_env: dict[str, SecretStr] = {}
+    """Variables of the setup phase only, on top of `env` (a registry mirror, its credentials, the toolchains told
+    to go online): gone with the network, never in an agent's action or a check."""
+    setup_ca_file: str | None = None
+    """A PEM file on the worker the setup phase's tools trust (an internal registry's CA, a TLS-inspecting
+    proxy's): copied to SETUP_CA_PATH when the sandbox starts with a network, named by the tools' CA variables."""
+    path_prepend: list[str] = ["~/.venv/bin"]
+    """Directories put before the image's PATH in every action's and check's environment (`~/`: the image's
+    HOME): a virtualenv setup made at `~/.venv` is what `python3` and `pip` mean to the agent and the tests."""
     wall_time_seconds: int = 3600
     """The container is killed this many seconds after it starts, whatever it is doing."""
     user: str = "1000:1000"

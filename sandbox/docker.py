@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import tempfile
 import threading
 import time
@@ -14,6 +15,7 @@ import docker
 import structlog
 from docker.utils import parse_bytes
 
+from sandbox.action_env import SETUP_CA_PATH, action_env, ca_bytes, setup_env
 from sandbox.archive import extract_archive, tar_directory
 from sandbox.base import ExecResult, SandboxConfig, SandboxError
 from sandbox.channel import RunnerChannel, RunnerUnavailable
@@ -42,6 +44,7 @@ DIFF_TIMEOUT = 300
 REPLY_GRACE = 15.0  # the runner enforces the timeout; this only bounds waiting on a runner that hangs
 REAP_TIMEOUT = 30.0
 CHECK_OUTPUT_LIMIT = 1 << 20
+CA_TIMEOUT = 60  # seconds to write the setup CA file into a started sandbox
 
 log = structlog.get_logger(__name__)
 ExecObserver = Callable[[float], None]
@@ -73,6 +76,8 @@ class DockerSandbox:
         self._uid, self._gid = action_ids(config.user)
         self._volume = ""
         self._proxy: SetupProxy | None = None
+        self._env = dict(config.env)  # with the image's PATH once started (action_env)
+        self._setup_ca = False
         self._timer = threading.Timer(config.wall_time_seconds, self._expire)
         self._timer.daemon = True
 
@@ -115,8 +120,12 @@ class DockerSandbox:
         with translated(self.config.image):
             self.client.api.start(self.container_id)
         self._timer.start()
+        with translated(self.config.image):
+            image_env = self.client.api.inspect_container(self.container_id)["Config"].get("Env") or []
+        self._env = action_env(self.config, image_env)
         if self._proxy is not None:
             self._proxy.pin(self.config, self.container_id, {LABEL: "1"})
+            self._copy_setup_ca()
         try:
             with translated(self.config.image):
                 self._runner = RunnerChannel.open(
@@ -124,6 +133,14 @@ class DockerSandbox:
                 )
         except RunnerUnavailable as exc:
             log.info("sandbox.runner_unavailable", image=self.config.image, error=str(exc))
+
+    def _copy_setup_ca(self) -> None:
+        """The operator's CA file, for the setup phase's tools (`setup_ca_file`)."""
+        if not self.config.setup_ca_file:
+            return
+        data = io.BytesIO(ca_bytes(self.config.setup_ca_file))
+        stream_in(self.client, self.container_id, f"cat > {SETUP_CA_PATH}", self.config, data, timeout=CA_TIMEOUT)
+        self._setup_ca = True
 
     def execute(self, command: str, *, timeout: float | None = None, cwd: str | None = None) -> ExecResult:
         """Run `command` in a fresh `bash -c`; a timeout kills it inside the sandbox and is reported."""
@@ -144,7 +161,7 @@ class DockerSandbox:
         self.end_processes()
         with self._exec_lock:
             self._check_open()
-            reply = self._engine_exec(command, timeout, self.config.cwd, CHECK_OUTPUT_LIMIT, self.config.env)
+            reply = self._engine_exec(command, timeout, self.config.cwd, CHECK_OUTPUT_LIMIT, self._env)
         self.end_processes()
         return as_result(reply, command, timeout)
 
@@ -181,7 +198,9 @@ class DockerSandbox:
         with self._exec_lock:
             self._check_open()
             try:
-                env = {**self.config.env, **(self._proxy.env() if self._proxy else {})}
+                env = self._env
+                if self._proxy is not None:  # the setup phase
+                    env = {**env, **setup_env(self.config, self._proxy.env(), self._setup_ca)}
                 if self._runner is None:
                     return self._engine_exec(command, timeout, cwd, limit, env)
                 request = {"command": command, "cwd": cwd, "env": env, "timeout": timeout}

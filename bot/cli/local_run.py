@@ -15,7 +15,7 @@ from bot.agent.loop import StepEvent
 from bot.eval.hostgit import GitFailed, base_checkout, git
 from bot.eval.quarantine import quarantined
 from bot.pipeline.admit.capacity import JobBudget
-from bot.pipeline.admit.runconfig import Flags, RunConfig, resolve
+from bot.pipeline.admit.runconfig import Flags, RunConfig, resolve, with_setup
 from bot.pipeline.attempts.engine import started
 from bot.pipeline.attempts.execute import SANDBOX_FAILURES
 from bot.pipeline.attempts.exits import SUBMITTED, exit_for
@@ -120,7 +120,8 @@ def run_local(request: LocalRunRequest, settings: Settings) -> int:
     print(f"tests: {f'`{testing.command}`' if testing.command else 'none'} ({testing.why})")
     run_id = uuid.uuid4().hex[:12]
     output = request.output or Path("out") / run_id
-    resolved = run_config(request, repo, settings)
+    resolved, setup = with_setup(run_config(request, repo, settings), request.repo, settings)
+    print(f"setup: {setup.describe()}")
     model, count = resolved.model, resolved.attempts
     if problem := missing_api_base(model):
         hint = "pass --api-base http://HOST:PORT/v1 (scripts/ensure-model.sh start prints one for a CPU model)"
@@ -133,7 +134,7 @@ def run_local(request: LocalRunRequest, settings: Settings) -> int:
     if count > 1:
         print(f"{count} attempts in parallel; each one's files go in {output}/{run_id}-<k>/")
     stop = threading.Event()
-    plan = _attempt_plan(request, settings, resolved, run_id, output, stop)
+    plan = _attempt_plan(request, settings, resolved, run_id, output, stop, tolerant=setup.inferred)
     plan.testing = testing.template_vars()
     judgement = _run_attempts(request, settings, plan, stop)
     return _write(judgement, output, count)  # a sandbox that fails ends its attempt: exit 3 when none ran
@@ -149,11 +150,20 @@ def _run_attempts(request: LocalRunRequest, settings: Settings, plan: AttemptPla
 
 
 def _attempt_plan(
-    request: LocalRunRequest, settings: Settings, resolved: RunConfig, run_id: str, output: Path, stop: threading.Event
+    request: LocalRunRequest,
+    settings: Settings,
+    resolved: RunConfig,
+    run_id: str,
+    output: Path,
+    stop: threading.Event,
+    *,
+    tolerant: bool = False,
 ) -> AttemptPlan:
-    """The attempts of one local run: the shared runtime, output under `output`, printed steps."""
+    """The attempts of one local run: the shared runtime, output under `output`, printed steps; `tolerant`: an
+    inferred setup, whose failure is printed and the run goes on."""
     runtime, count = Runtime(settings), resolved.attempts
-    setup = RepoSetup(str(request.repo.resolve()), SetupOptions.from_settings(settings), on_report=_said)
+    options = SetupOptions.from_settings(settings)
+    setup = RepoSetup(str(request.repo.resolve()), options, on_report=_said, tolerant=tolerant)
     plan = AttemptPlan.of(
         resolved,
         run_id=run_id,

@@ -15,7 +15,7 @@ from bot.jobs import SHUTDOWN_REASON, Job, JobKind, JobOutcome, JobStatus, Outco
 from bot.pipeline.admit.control import run_control
 from bot.pipeline.admit.deferral import rate_limited
 from bot.pipeline.admit.gate import admit, guidance, reader
-from bot.pipeline.admit.runconfig import RunConfig, resolve
+from bot.pipeline.admit.runconfig import RunConfig, resolve, with_setup
 from bot.pipeline.attempts import engine, execute, jobplan
 from bot.pipeline.attempts.plan import Attempt, AttemptPlan
 from bot.pipeline.attempts.setup_cache import RepoSetup, SetupOptions, cache_owner
@@ -44,8 +44,10 @@ from bot.pipeline.task.feedback import review_feedback
 from bot.pipeline.task.issue import build_task, clean
 from bot.render import outcome, render
 from bot.repo_config import devcontainer, infer
+from bot.repo_config.setup_infer import SetupPlan
 from bot.settings import Settings
 from bot.trajectory import redact
+from sandbox.base import SandboxConfig
 
 log = structlog.get_logger(__name__)
 
@@ -171,8 +173,8 @@ def _work(state: RunState, deps: PipelineDeps, resolved: RunConfig) -> None:
     issue = gh.get_issue(state.number)
     issue = Issue(issue.number, clean(issue.title), issue.body, issue.author, issue.state)
     repo = gh.get_repo()
-    sandbox_config = resolved.sandbox
-    deps = replace(deps, sandbox=_repo_setup(state, deps, repo).bind(deps.sandbox))  # attempts' and verify's sandboxes
+    setup = _repo_setup(state, deps, repo)
+    deps = replace(deps, sandbox=setup.bind(deps.sandbox))  # attempts' and verify's sandboxes
     plan = jobplan.plan_for(state, deps, resolved)
     with (
         engine.started(plan) as started,
@@ -183,6 +185,7 @@ def _work(state: RunState, deps: PipelineDeps, resolved: RunConfig) -> None:
         token = FreshToken(gh.git_credential)  # minted again near its expiry: a long run's push still works
         start = _start(state, repo, checkout, token, deps)
         _check_cancel(cancel)
+        sandbox_config = _resolve_setup(state, plan, with_setup(resolved, checkout, deps.settings), setup)
         _resolve_tests(state, plan, checkout)
         task = _task(state, issue, checkout)
         if earlier := _builds_on(checkout, token, start):
@@ -283,6 +286,20 @@ def _builds_on(checkout: Path, token: FreshToken, start: branch.Start) -> str:
     except gitops.GitError as exc:
         log.warning("builds_on_unknown", error=str(exc))
         return ""
+
+
+def _resolve_setup(
+    state: RunState, plan: AttemptPlan, resolved: tuple[RunConfig, SetupPlan], setup: RepoSetup
+) -> SandboxConfig:
+    """The setup (the repository's, else inferred from the clone) for the attempts and the checks, and their
+    sandbox (an inferred setup's has the proxy's network); the status comment says which setup and why."""
+    config, found = resolved
+    state.config = plan.config = config.repo
+    plan.sandbox_config, plan.networked = config.sandbox, config.setup_network
+    setup.tolerant = found.inferred  # the repository never asked for it: its failure does not end the run
+    if found.commands:
+        state.run["setup_from"] = found.describe()
+    return config.sandbox
 
 
 def _resolve_tests(state: RunState, plan: AttemptPlan, checkout: Path) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import threading
 import time
 from collections.abc import Iterator
@@ -17,7 +18,7 @@ from bot.jobs import SHUTDOWN_REASON, CancelSignal, Job, JobDetails, JobKind, Jo
 from bot.pipeline.deps import PipelineDeps
 from bot.pipeline.run import run_pipeline as run_job
 from bot.settings import Settings
-from sandbox.base import EngineUnavailable, ImageMissing, Sandbox, SandboxConfig
+from sandbox.base import EngineUnavailable, ExecResult, ImageMissing, Sandbox, SandboxConfig
 from tests.support.fake_github import FakeGitHub, throwaway_key, widgets_github
 from tests.support.fake_sandbox import FakeSandbox
 from tests.support.scripted_model import ScriptedModel, bash
@@ -31,6 +32,13 @@ FIX = bash("printf 'def add(a, b):\\n    return a + b\\n' > calc.py")
 @pytest.fixture
 def github() -> Iterator[FakeGitHub]:
     yield from widgets_github()
+
+
+class OnlineSandbox(FakeSandbox):
+    """A fake sandbox started with the setup proxy's network, which it can cut."""
+
+    def disconnect_network(self) -> None:
+        self.commands.append("<network cut>")
 
 
 class World:
@@ -47,6 +55,8 @@ class World:
         )
         self.model = ScriptedModel(replies)
         self.sandboxes: list[FakeSandbox] = []
+        self.configs: list[SandboxConfig] = []
+        self.results: dict[str, ExecResult] = {}  # scripted commands, for every sandbox
         self.sandbox_error: Exception | None = None
         self.workdir = tmp_path / "work"
         self.workdir.mkdir()
@@ -55,8 +65,9 @@ class World:
     def sandbox(self, config: SandboxConfig, run_id: str) -> Sandbox:
         if self.sandbox_error:
             raise self.sandbox_error
-        box = FakeSandbox()
+        box = OnlineSandbox(results=self.results) if config.network else FakeSandbox(results=self.results)
         self.sandboxes.append(box)
+        self.configs.append(config)
         return box
 
     def deps(self) -> PipelineDeps:
@@ -145,6 +156,53 @@ def test_how_setup_went_is_in_the_status_comment_and_the_pr(github: FakeGitHub, 
     assert "The repository's setup: ran in 0 s" in pr["body"]  # fake sandboxes cannot stream: no cache
     assert "> :package: setup: ran in 0 s" in github.comments_on("acme/setup", world.issue)[0]["body"]
     assert all(".ready" in "".join(box.commands) for box in world.sandboxes)
+
+
+GO_MOD = "module calc\n\ngo 1.21\n\nrequire github.com/spf13/pflag v1.0.5\n"
+
+
+def test_an_inferred_setup_runs_with_the_proxy_network_and_the_comment_says_where_it_came_from(
+    github: FakeGitHub, tmp_path: Path
+) -> None:
+    github.add_repo("acme", "deps", {"calc.py": "def add(a, b):\n    return a - b\n", "go.mod": GO_MOD})
+    world = World(github, tmp_path, [FIX, bash(SUBMIT)])
+    world.results["go mod download"] = ExecResult("", 0)
+    world.issue = github.add_issue("acme/deps", "add() subtracts", "", author="alice")
+    outcome = world.run(repo="acme/deps")
+    assert outcome.status == JobStatus.SUCCEEDED, outcome.error
+    said = r"ran in 0 s \(\d sandboxes\) — `go mod download` \(inferred from go.mod\)"
+    assert re.search(f"> :package: setup: {said}\n", github.comments_on("acme/deps", world.issue)[0]["body"])
+    assert re.search(f"The repository's setup: {said}[.]\n", github.pulls[0]["body"])
+    ran = [box.commands for box in world.sandboxes if "go mod download" in box.commands]
+    assert ran and all(c.index("go mod download") < c.index("<network cut>") for c in ran)
+    # The attempt's sandbox started during the clone had no network: it was removed unused, and one with it made.
+    early = [box for box, config in zip(world.sandboxes, world.configs, strict=True) if not config.network]
+    assert [(box.closed, box.commands) for box in early] == [(True, [])]
+    assert all(c.setup_env["GOPROXY"].get_secret_value() == "https://proxy.golang.org" for c in world.configs)
+
+
+def test_a_failing_inferred_setup_is_reported_and_the_run_goes_on(github: FakeGitHub, tmp_path: Path) -> None:
+    github.add_repo("acme", "deps", {"calc.py": "def add(a, b):\n    return a - b\n", "go.mod": GO_MOD})
+    world = World(github, tmp_path, [FIX, bash(SUBMIT)])
+    world.results["go mod download"] = ExecResult("go: downloading pflag\ngo: pflag: 403 Forbidden\n", 1)
+    world.issue = github.add_issue("acme/deps", "add() subtracts", "", author="alice")
+    outcome = world.run(repo="acme/deps")
+    assert outcome.status == JobStatus.SUCCEEDED, outcome.error
+    said = "**failed** after 0 s, so the tests may not run: `go mod download` exited with 1: go: pflag: 403 Forbidden"
+    assert said in github.comments_on("acme/deps", world.issue)[0]["body"]
+    assert said in github.pulls[0]["body"]
+    assert sum(box.commands.count("go mod download") for box in world.sandboxes) == 1  # not again in later ones
+
+
+def test_a_failing_setup_the_repository_configured_still_ends_the_run(github: FakeGitHub, tmp_path: Path) -> None:
+    files = {"calc.py": "x = 1\n", ".github/mini-fix.yml": "setup:\n  - go mod download\n", "go.mod": GO_MOD}
+    github.add_repo("acme", "deps", files)
+    world = World(github, tmp_path, [FIX, bash(SUBMIT)])
+    world.results["go mod download"] = ExecResult("no network", 1)
+    world.issue = github.add_issue("acme/deps", "add() subtracts", "", author="alice")
+    outcome = world.run(repo="acme/deps")
+    assert outcome.status == JobStatus.FAILED and "setup" in (outcome.error or "")
+    assert not any(c.network for c in world.configs)  # `setup_network` not asked for: offline, as before
 
 
 def test_a_second_run_updates_the_same_pr(github: FakeGitHub, tmp_path: Path) -> None:

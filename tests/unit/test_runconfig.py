@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from bot.agent.config import DEFAULT_CONFIG_PATH, MiniFixAgentConfig, load_config, load_specs
-from bot.pipeline.admit.runconfig import Flags, resolve
+from bot.pipeline.admit.runconfig import Flags, resolve, with_setup
 from bot.repo_config.devcontainer import Devcontainer
 from bot.repo_config.schema import Limits, RepoConfig
 from bot.settings import Settings
@@ -98,6 +98,24 @@ def test_a_setup_gets_a_network_only_where_the_repository_asks_and_the_operator_
     assert not resolve(allowed, FILE, asks.model_copy(update={"setup": []})).setup_network  # no setup, no network
     refused = resolve(settings(tmp_path), FILE, asks)
     assert not refused.setup_network and any("MINIFIX_ALLOW_SETUP_NETWORK" in note for note in refused.notes)
+
+
+def test_an_inferred_setup_gets_the_proxys_network_and_the_operators_setup_variables(tmp_path: Path) -> None:
+    checkout = tmp_path / "repo"
+    checkout.mkdir()
+    (checkout / "requirements.txt").write_text("attrs\n")
+    mirror = {"PIP_INDEX_URL": "https://u:t0ken-123@nexus/simple"}
+    values = settings(tmp_path, setup_env=mirror, setup_ca_file="/ca.pem")
+    config, plan = with_setup(resolve(values, FILE, RepoConfig()), checkout, values)
+    assert plan.inferred and config.repo.setup == plan.commands and config.setup_network and config.sandbox.network
+    env = {key: value.get_secret_value() for key, value in config.sandbox.setup_env.items()}
+    assert env["PIP_INDEX_URL"] == "https://u:t0ken-123@nexus/simple" and env["npm_config_offline"] == "false"
+    assert config.sandbox.setup_ca_file == "/ca.pem" and "t0ken-123" in values.secrets  # redacted wherever written
+    off = settings(tmp_path, infer_setup=False)
+    unchanged = resolve(off, FILE, RepoConfig())
+    assert with_setup(unchanged, checkout, off)[0] is unchanged
+    own = resolve(values, FILE, RepoConfig(setup=["make deps"]))
+    assert with_setup(own, checkout, values)[0] is own and not own.sandbox.network
 
 
 def test_the_agent_config_is_c_as_given_else_the_models_profile_else_the_file(tmp_path: Path) -> None:

@@ -7,14 +7,19 @@ agent config file. The precedence is written here only; docs/configuration.md's 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from pydantic import SecretStr
 
 from bot.agent import profiles
 from bot.agent.config import MiniFixAgentConfig, ModelConfig
 from bot.pipeline.admit.ceilings import clamp
 from bot.pipeline.attempts.change import ChangeCaps
 from bot.repo_config import devcontainer as devcontainers
+from bot.repo_config import setup_infer
 from bot.repo_config.schema import RepoConfig
+from bot.repo_config.setup_infer import ONLINE_ENV
 from bot.settings import Settings
 from sandbox.base import SandboxConfig
 
@@ -140,6 +145,8 @@ def _sandbox(
         network=networked,
         setup_hosts=settings.setup_allowed_hosts,
         setup_upstream_network=settings.setup_upstream_network,
+        setup_env={**{key: SecretStr(value) for key, value in ONLINE_ENV.items()}, **settings.setup_env},
+        setup_ca_file=str(settings.setup_ca_file) if settings.setup_ca_file else None,
         runtime=settings.sandbox_runtime,
     )
     if (wall := agent.agent.wall_time_limit_seconds) > 0:
@@ -157,3 +164,13 @@ def _attempts(settings: Settings, repo: RepoConfig, flags: Flags, ceilings: bool
         return asked, ""
     source = f"--attempts {asked}" if flags.attempts else f"MINIFIX_AGENT_ATTEMPTS={asked}"
     return top, f"`{source}` {ATTEMPTS_CEILING}; used {top}"
+
+
+def with_setup(resolved: RunConfig, checkout: Path, settings: Settings) -> tuple[RunConfig, setup_infer.SetupPlan]:
+    """The run's configuration once the checkout is there: where the repository gives no setup, the one inferred
+    from its build files (MINIFIX_INFER_SETUP), with the setup proxy's network for it; and the setup plan."""
+    repo, plan = setup_infer.resolve(resolved.repo, checkout, enabled=settings.infer_setup)
+    if not plan.inferred:
+        return resolved, plan
+    sandbox = resolved.sandbox.model_copy(update={"network": True})
+    return replace(resolved, repo=repo, setup_network=True, sandbox=sandbox), plan

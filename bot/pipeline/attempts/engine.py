@@ -133,6 +133,9 @@ class Attempts:
         """This attempt's started sandbox with the checkout copied in: the early one, or one started now."""
         with self._lock:
             early = self._early.pop(index, None)
+        if early is not None and early.config != self.plan.sandbox_config:  # a setup inferred after the clone
+            early.discard()  # needs the proxy's network this one was started without
+            early = None
         if early is None:
             early = EarlySandbox(self.plan.factory, self.plan.sandbox_config, self.run_id(index))
         return early.take(checkout)  # a failed copy-in removes the container itself

@@ -17,7 +17,7 @@ from bot.github.gateway import GitHubGateway, RepoInfo
 from bot.jobs import Job, Outcome
 from bot.pipeline.attempts.change import Change, ChangeCaps, compute_change, setup_excludes
 from bot.pipeline.attempts.exits import SUBMITTED, exit_for
-from bot.pipeline.attempts.setup_cache import setup_of
+from bot.pipeline.attempts.setup_cache import Lookup, RepoSetup, setup_of
 from bot.pipeline.errors import ChangeTooLarge, RunFailed
 from bot.pipeline.judge.missing import missing_tool
 from bot.pipeline.publish import gitops
@@ -255,11 +255,7 @@ def run_setup(sandbox: Sandbox, commands: list[str], *, networked: bool) -> str:
         if commands:
             lookup = setup.lookup(sandbox, commands, networked, checkout) if setup else None
             if lookup is None or not lookup.restored:
-                started = time.monotonic()
-                _run_commands(sandbox, commands, setup.options.timeout if setup else SETUP_TIMEOUT)
-                sandbox.end_processes()  # nothing setup started may outlive it into the agent's phase or the save
-                if setup and lookup:
-                    setup.ran(sandbox, lookup, time.monotonic() - started, sandbox_cwd(sandbox))
+                _setup_now(sandbox, commands, setup, lookup)
             excludes = setup_excludes(sandbox.execute(LIST_SETUP_OUTPUT).output)
             sandbox.execute(EXCLUDE_SETUP_OUTPUT)
         if networked:
@@ -267,6 +263,25 @@ def run_setup(sandbox: Sandbox, commands: list[str], *, networked: bool) -> str:
                 raise RunFailed(Outcome.SANDBOX_FAILED, "this sandbox cannot cut its network after setup")
             sandbox.disconnect_network()
     return excludes
+
+
+def _setup_now(sandbox: Sandbox, commands: list[str], setup: RepoSetup | None, lookup: Lookup | None) -> None:
+    """Run the setup commands and store their result; an inferred setup (`tolerant`) that fails is reported and
+    the run goes on (its checks then say the tests could not run), and is not run again in the job's sandboxes."""
+    if setup and setup.tolerant and setup.failure:
+        return
+    started = time.monotonic()
+    try:
+        _run_commands(sandbox, commands, setup.options.timeout if setup else SETUP_TIMEOUT)
+    except RunFailed as exc:
+        if not (setup and setup.tolerant):
+            raise
+        sandbox.end_processes()
+        setup.failed(time.monotonic() - started, exc.detail)
+        return
+    sandbox.end_processes()  # nothing setup started may outlive it into the agent's phase or the save
+    if setup and lookup:
+        setup.ran(sandbox, lookup, time.monotonic() - started, sandbox_cwd(sandbox))
 
 
 def _run_commands(sandbox: Sandbox, commands: list[str], limit: int) -> None:

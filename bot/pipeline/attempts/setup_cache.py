@@ -34,6 +34,7 @@ from sandbox.base import ExecResult, Sandbox, SandboxConfig, SandboxError
 
 log = structlog.get_logger(__name__)
 SandboxFactory = Callable[[SandboxConfig, str], Sandbox]
+FAILURE_CHARS = 300  # of a failed setup's reason in the status comment
 STREAM_TIMEOUT = 900  # seconds to write or read back one entry inside the sandbox
 CLEAN_TREE = 'test -z "$(git status --porcelain --ignored -z | head -c 1)"'
 # What setup left: untracked (ignored too) and rewritten tracked files under the working directory, and HOME.
@@ -92,8 +93,10 @@ class RepoSetup:
     repo: str
     options: SetupOptions
     on_report: Callable[[str], None] = lambda _summary: None
+    tolerant: bool = False  # an inferred setup: its failure is reported and the run goes on without it
     _ran: list[float] = field(default_factory=list)
     _restored: list[float] = field(default_factory=list)
+    _failed: str = ""
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def bind(self, factory: SandboxFactory) -> SandboxFactory:
@@ -162,10 +165,28 @@ class RepoSetup:
 
     def summary(self) -> str:
         """What setup did in this job's sandboxes, for the status comment and the PR: `ran in 41 s` and/or
-        `restored from cache in 2 s`, with how many sandboxes when more than one."""
+        `restored from cache in 2 s`, with how many sandboxes when more than one, or how it failed."""
         with self._lock:
-            parts = [_said("ran in", self._ran), _said("restored from cache in", self._restored)]
+            parts = [_said("ran in", self._ran), _said("restored from cache in", self._restored), self._failed]
         return ", ".join(part for part in parts if part)
+
+    @property
+    def failure(self) -> str:
+        """How a tolerated setup failed ('' when it did not)."""
+        with self._lock:
+            return self._failed
+
+    def failed(self, seconds: float, detail: str) -> None:
+        """A tolerated setup failed: said once (its first line and its output's last), later sandboxes skip it."""
+        lines = [line.strip() for line in detail.splitlines() if line.strip()]
+        why = lines[0] if len(lines) < 2 else f"{lines[0]} {lines[-1]}"
+        with self._lock:
+            first, self._failed = (
+                not self._failed,
+                self._failed or (f"**failed** after {seconds:.0f} s, so the tests may not run: {why[:FAILURE_CHARS]}"),
+            )
+        if first:  # attempts failing at once say it once
+            self.on_report(self.summary())
 
     def _report(self, into: list[float], seconds: float) -> None:
         with self._lock:
