@@ -5,7 +5,7 @@ set -euo pipefail
 
 name="${1:-mini-fix-base:bookworm}"
 mirror="${DEBIAN_MIRROR:-http://deb.debian.org/debian}"
-packages="git,python3,ca-certificates,bash,coreutils,procps"
+packages="git,python3,python3-venv,python3-pip,python3-pytest,ca-certificates,bash,coreutils,procps"
 
 root="$(mktemp -d /tmp/mini-fix-rootfs.XXXXXX)"
 trap 'rm -rf "$root"' EXIT
