@@ -77,11 +77,13 @@ class SetupStore:
             raise
         return handle
 
-    def claim(self, repo: str, key: str) -> bool:
-        """Whether this caller is the one to write the entry (none exists, no other thread is writing it)."""
+    def claim(self, repo: str, key: str, *, replace: bool = False) -> bool:
+        """Whether this caller is the one to write the entry (none exists, or `replace`: the caller's trusted
+        setup replaces one that failed to restore; no other thread is writing it). The old entry stays readable
+        until the new one is whole (`write` renames over it)."""
         path = self.path(repo, key)
         with self._lock:
-            if path in self._pending or path.exists():
+            if path in self._pending or (path.exists() and not replace):
                 return False
             self._pending.add(path)
             return True
