@@ -14,8 +14,8 @@ import pytest
 from bot import metrics
 from bot.pipeline.attempts.execute import run_setup, take_change
 from bot.pipeline.attempts.setup_cache import RepoSetup, SetupOptions
-from bot.pipeline.attempts.setup_store import SetupStore
 from bot.pipeline.attempts.setup_key import setup_key
+from bot.pipeline.attempts.setup_store import SetupStore
 from bot.pipeline.judge.testbed import prepared
 from bot.pipeline.publish import gitops
 from bot.repo_config.schema import RepoConfig
@@ -193,8 +193,8 @@ def test_a_follow_ups_setup_never_reaches_another_jobs_sandbox(
     followup = RepoSetup("octo/widgets#1", SetupOptions(timeout=120, store=store))
     probe, paths, diff = _job(followup, factory, branch, tmp_path, "followup")
     assert "BACKDOOR" in probe.splitlines()[0]  # it did run there (HOME)...
-    assert "return a - b" in probe and paths == ["README.md"] and "BACKDOOR" not in diff  # ...never in its diff
-    assert not list(store.root.glob("*/*.tar"))  # and it stored nothing
+    assert not list(store.root.glob("*/*.tar"))  # ...it stored nothing...
+    assert "return a - b" in probe and paths == ["README.md"] and "BACKDOOR" not in diff  # ...and its diff is clean
 
     # A fix for another issue, on the default branch: nothing of the follow-up's setup, in HOME or in its diff.
     fix = _trusted(RepoSetup("octo/widgets#1", SetupOptions(timeout=120, store=store)), default)
@@ -228,8 +228,8 @@ def test_a_failed_restore_on_a_branch_tree_keeps_the_good_entry(
     assert setup_key(SETUP, image, False, branch) == setup_key(SETUP, image, False, checkout)
     misses = _count("miss")
 
-    stamps, _, paths, _ = _prepare(RepoSetup("octo/widgets", SetupOptions(timeout=120, store=store)), factory, branch,
-                                   tmp_path, "followup")  # fmt: skip
+    _, _, paths, _ = _prepare(RepoSetup("octo/widgets", SetupOptions(timeout=120, store=store)), factory, branch,
+                              tmp_path, "followup")  # fmt: skip
 
     assert _count("miss") == misses + 1 and "app.py" in paths  # restore failed, undone, setup ran
     assert entry.read_bytes() == good and entry.with_suffix(".sha256").exists()  # neither dropped nor replaced
