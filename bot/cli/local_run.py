@@ -163,7 +163,7 @@ def _attempt_plan(
     inferred setup, whose failure is printed and the run goes on."""
     runtime, count = Runtime(settings), resolved.attempts
     options = SetupOptions.from_settings(settings)
-    setup = RepoSetup(str(request.repo.resolve()), options, on_report=_said, tolerant=tolerant)
+    setup = RepoSetup(str(request.repo.resolve()), options, on_report=_said, tolerant=tolerant, trust_clean_trees=True)
     plan = AttemptPlan.of(
         resolved,
         run_id=run_id,

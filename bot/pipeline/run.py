@@ -184,6 +184,8 @@ def _work(state: RunState, deps: PipelineDeps, resolved: RunConfig) -> None:
         checkout = tmp / "repo"
         token = FreshToken(gh.git_credential)  # minted again near its expiry: a long run's push still works
         start = _start(state, repo, checkout, token, deps)
+        if not start.on_pr:  # the default branch's head: its setup's result may be cached (setup_cache.trusts)
+            setup.trust(checkout, gitops.head(checkout))
         _check_cancel(cancel)
         sandbox_config = _resolve_setup(state, plan, with_setup(resolved, checkout, deps.settings), setup)
         _resolve_tests(state, plan, checkout)

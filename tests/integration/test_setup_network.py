@@ -29,11 +29,12 @@ def test_setup_has_a_network_and_the_agent_has_none(
     start_sandbox: Callable[..., DockerSandbox], tmp_path: Path
 ) -> None:
     sandbox = start_sandbox(network=True)
-    sandbox.copy_in(_checkout(tmp_path))
+    checkout = _checkout(tmp_path)
+    sandbox.copy_in(checkout)
     assert "eth0" in sandbox.execute(INTERFACES).output
     setup = ["grep -q eth0 /proc/net/dev", "mkdir -p build && echo cache > build/out.txt"]
 
-    run_setup(sandbox, setup, networked=True)
+    run_setup(sandbox, setup, networked=True, checkout=checkout)
 
     assert sandbox.execute(INTERFACES).output.split() == ["lo"]
     routes = sandbox.execute("tail -n +2 /proc/net/route | wc -l").output.strip()
@@ -45,9 +46,10 @@ def test_setup_has_a_network_and_the_agent_has_none(
 
 def test_a_failing_setup_command_ends_the_run(start_sandbox: Callable[..., DockerSandbox], tmp_path: Path) -> None:
     sandbox = start_sandbox()
-    sandbox.copy_in(_checkout(tmp_path))
+    checkout = _checkout(tmp_path)
+    sandbox.copy_in(checkout)
     with pytest.raises(RunFailed) as failed:
-        run_setup(sandbox, ["echo preparing", "echo broken >&2; exit 3"], networked=False)
+        run_setup(sandbox, ["echo preparing", "echo broken >&2; exit 3"], networked=False, checkout=checkout)
     assert failed.value.outcome == "setup_failed"
     assert "exited with 3" in failed.value.detail and "broken" in failed.value.detail
 

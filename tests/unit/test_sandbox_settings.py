@@ -47,9 +47,9 @@ def test_the_default_allowlist_is_package_registries() -> None:
     assert hosts == list(DEFAULT_SETUP_HOSTS) and "pypi.org" in hosts and "registry.npmjs.org" in hosts
 
 
-def test_setup_ends_every_process_it_started_even_without_a_network() -> None:
+def test_setup_ends_every_process_it_started_even_without_a_network(tmp_path: Path) -> None:
     sandbox = FakeSandbox()
-    run_setup(sandbox, ["true"], networked=False)
+    run_setup(sandbox, ["true"], networked=False, checkout=tmp_path)
     assert sandbox.ended_processes == 1
-    run_setup(sandbox, [], networked=False)
+    run_setup(sandbox, [], networked=False, checkout=tmp_path)
     assert sandbox.ended_processes == 1  # no setup, nothing to end

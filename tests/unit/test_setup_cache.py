@@ -4,20 +4,22 @@ the setup time limit, without Docker (tests/integration/test_setup_cache.py has 
 from __future__ import annotations
 
 import os
+import subprocess
 import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from bot.pipeline.attempts.execute import run_setup
+from bot.pipeline.attempts.execute import run_setup, take_change
 from bot.pipeline.attempts.setup_cache import Lookup, RepoSetup, SetupOptions, cache_owner, setup_of
 from bot.pipeline.attempts.setup_key import MAX_ENTRIES, TreeTooLarge, dependency_files, named_files, setup_key
 from bot.pipeline.attempts.setup_store import CorruptEntry, SetupStore, repo_slug
 from bot.pipeline.errors import RunFailed
+from bot.pipeline.publish import gitops
 from bot.render import render
 from bot.settings import Settings
-from sandbox.base import SandboxConfig
+from sandbox.base import SandboxConfig, SandboxError
 from tests.support.fake_sandbox import FakeSandbox
 
 KEY_A, KEY_B, KEY_C, KEY_D = ("a" * 64, "b" * 64, "c" * 64, "d" * 64)
@@ -131,7 +133,7 @@ def test_setup_past_its_time_limit_ends_the_run_saying_so() -> None:
     setup = RepoSetup("o/r", SetupOptions(timeout=1))
     sandbox = setup.bind(lambda _config, _run_id: FakeSandbox())(SandboxConfig(), "run")
     with pytest.raises(RunFailed) as failed:
-        run_setup(sandbox, ["true", "sleep 5"], networked=False)
+        run_setup(sandbox, ["true", "sleep 5"], networked=False, checkout=Path(sandbox.workdir))
     assert failed.value.outcome == "setup_failed"
     assert "setup took longer than 1 s (MINIFIX_SETUP_TIMEOUT)" in failed.value.detail
 
@@ -144,8 +146,8 @@ def test_a_sandbox_that_cannot_stream_runs_setup_and_says_how_long(tmp_path: Pat
     (tmp_path / "repo").mkdir()
     sandbox.copy_in(tmp_path / "repo")
     assert setup_of(sandbox) == (setup, tmp_path / "repo")
-    run_setup(sandbox, ["true"], networked=False)
-    run_setup(sandbox, ["true"], networked=False)
+    run_setup(sandbox, ["true"], networked=False, checkout=tmp_path / "repo")
+    run_setup(sandbox, ["true"], networked=False, checkout=tmp_path / "repo")
     assert said == ["ran in 0 s", "ran in 0 s (2 sandboxes)"]
     assert not (tmp_path / "cache").exists()  # the fake cannot stream: nothing cached, setup ran both times
 
@@ -244,3 +246,100 @@ def test_a_named_file_behind_a_linked_directory_is_never_read(tmp_path: Path) ->
     repo = _tree(tmp_path / "repo", {"requirements.txt": "six\n"})
     os.symlink(outside, repo / "vendored")
     assert named_files(["pip install -r vendored/secret.txt"], repo) == []
+
+
+def _repo(root: Path, files: dict[str, str]) -> Path:
+    """A committed checkout, as the worker's clone is."""
+    _tree(root, files)
+    for args in (["init", "-q"], ["add", "-A"], ["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "c"]):
+        subprocess.run(["git", "-C", str(root), *args], check=True)
+    return root
+
+
+class _Restoring(FakeSandbox):
+    """A streaming fake whose restore fails (as a tree the App did not make can make `tar -x` fail), and whose
+    save checks that the old entry is still whole while the new one is written."""
+
+    def __init__(self, store: SetupStore, home: Path) -> None:
+        super().__init__(env={"HOME": str(home)})
+        self.store, self.saved_over = store, b""
+
+    def image_id(self) -> str:
+        return "sha256:" + "e" * 64
+
+    def stream_in(self, command: str, src: Any, *, timeout: float) -> None:
+        src.read(3)
+        raise SandboxError("tar: node_modules/link: Cannot create symlink: Directory not empty")
+
+    def stream_out(self, command: str, out: Any, *, max_bytes: int, timeout: float) -> int:
+        (entry,) = self.store.root.glob("*/*.tar")
+        self.saved_over = entry.read_bytes()  # readers still find the good entry while this one is written
+        out.write(b"new tar")
+        return 7
+
+
+def _bound(setup: RepoSetup, sandbox: FakeSandbox, checkout: Path) -> Any:
+    bound = setup.bind(lambda _config, _run_id: sandbox)(SandboxConfig(), "run")
+    bound.copy_in(checkout)
+    return bound
+
+
+def test_only_setup_on_the_trusted_default_branch_head_is_stored(tmp_path: Path) -> None:
+    checkout = _repo(tmp_path / "repo", {"requirements.txt": "six\n", "app.py": "x = 1\n"})
+    store = SetupStore(tmp_path / "cache", max_total=1 << 20)
+    branch = RepoSetup("o/r", SetupOptions(timeout=60, store=store))  # a follow-up on mini-fix/issue-N
+    run_setup(_bound(branch, _Streaming(), checkout), ["true"], networked=False, checkout=checkout)
+    assert not branch.trusts(checkout) and not list(store.root.glob("*/*.tar"))  # setup ran, nothing stored
+
+    default = RepoSetup("o/r", SetupOptions(timeout=60, store=store))  # a fix on the default branch's head
+    default.trust(checkout, gitops.head(checkout))
+    run_setup(_bound(default, _Streaming(), checkout), ["true"], networked=False, checkout=checkout)
+    assert default.trusts(checkout) and len(list(store.root.glob("*/*.tar"))) == 1
+
+    (checkout / "app.py").write_text("x = 2\n")  # the checkout moved on (a commit on top): no longer trusted
+    subprocess.run(["git", "-C", str(checkout), "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qam", "2"],
+                   check=True)  # fmt: skip
+    assert not default.trusts(checkout) and not default.trusts(tmp_path)
+    assert RepoSetup("o/r", SetupOptions(timeout=60), trust_clean_trees=True).trusts(tmp_path)  # `mini-fix run`
+
+
+def test_a_failed_restore_on_an_untrusted_tree_neither_drops_nor_replaces_the_entry(tmp_path: Path) -> None:
+    checkout = _repo(tmp_path / "repo", {"requirements.txt": "six\n"})
+    store = SetupStore(tmp_path / "cache", max_total=1 << 20)
+    key = setup_key(["true"], "sha256:" + "e" * 64, False, checkout)
+    _put(store, "o/r", key, b"good tar")
+    entry = store.path("o/r", key)
+    good = (entry.read_bytes(), entry.with_suffix(".sha256").read_text())
+
+    branch = RepoSetup("o/r", SetupOptions(timeout=60, store=store))
+    sandbox = _Restoring(store, tmp_path / "home")
+    run_setup(_bound(branch, sandbox, checkout), ["true"], networked=False, checkout=checkout)
+
+    assert (entry.read_bytes(), entry.with_suffix(".sha256").read_text()) == good  # kept, whole
+    assert sandbox.saved_over == b""  # nothing written over it
+    assert branch.summary().startswith("ran in ")  # undone, then setup ran
+
+    default = RepoSetup("o/r", SetupOptions(timeout=60, store=store))  # the same failure on the trusted tree
+    default.trust(checkout, gitops.head(checkout))
+    sandbox = _Restoring(store, tmp_path / "home")
+    run_setup(_bound(default, sandbox, checkout), ["true"], networked=False, checkout=checkout)
+    assert sandbox.saved_over == b"good tar"  # never dropped first: the old entry was there while writing
+    handle = store.open("o/r", key)
+    assert handle is not None and handle.read() == b"new tar"  # then replaced by the trusted setup's result
+    handle.close()
+
+
+def test_setup_that_rewrites_tracked_files_leaves_nothing_in_the_change(tmp_path: Path) -> None:
+    checkout = _repo(tmp_path / "repo", {"calc.py": "def add(a, b):\n    return a - b\n", "README.md": "hi\n"})
+    sandbox = FakeSandbox()
+    sandbox.copy_in(checkout)
+    setup = [
+        "sed -i 's/return a - b/return a + b  # BACKDOOR/' calc.py",
+        "git update-index --skip-worktree calc.py",  # hidden from the sandbox's own git
+        "rm README.md && mkdir -p node_modules && echo pkg > node_modules/pkg.js",
+    ]
+    excludes = run_setup(sandbox, setup, networked=False, checkout=checkout)
+    sandbox.execute("echo '# the agent' >> README.md")
+    change = take_change(sandbox, checkout, tmp_path / "export", max_bytes=1 << 20, exclude=excludes)
+    assert change.paths == ["README.md"] and "BACKDOOR" not in change.diff
+    assert "return a - b" in sandbox.execute("cat calc.py").output  # the agent starts from the commit's file

@@ -151,7 +151,7 @@ class Attempts:
         try:
             model = execute.TimedModel(plan.make_model(model_for(plan.model, candidate.temperature)))
             with execute.closed_on_cancel(sandbox, plan.budget.stop):
-                excludes = execute.run_setup(sandbox, plan.config.setup, networked=plan.networked)
+                excludes = execute.run_setup(sandbox, plan.config.setup, networked=plan.networked, checkout=checkout)
                 attempt.result = execute.run_agent(
                     model,
                     sandbox,

@@ -241,21 +241,27 @@ class Offline(Protocol):
         ...
 
 
-def run_setup(sandbox: Sandbox, commands: list[str], *, networked: bool) -> str:
-    """Run the repository's setup commands in order (or restore their cached result), then cut the network; a
-    failing command, or a setup past its time limit, ends the run.
+def run_setup(sandbox: Sandbox, commands: list[str], *, networked: bool, checkout: Path) -> str:
+    """Run the repository's setup commands in order (or restore their cached result), lay the commit's files
+    back, then cut the network; a failing command, or a setup past its time limit, ends the run.
+
+    `checkout` is the worker's tree the sandbox was given: copied in again after setup (or a restore), so a tracked
+    file setup rewrote, deleted or replaced by a link (even one it hid from the sandbox's git with skip-worktree)
+    is as committed before the agent starts, and never reaches the agent's diff. The sandbox's own git is not
+    asked: setup may have changed `.git` too, which the copy also lays back.
 
     Returns exclude patterns for what setup left untracked (a virtualenv, node_modules), for the host's diff:
     a listing from the sandbox can only keep files out of the change, never put any in. A restored result leaves
     the same files, so the same patterns. The repository's setup (time limit, cache) rides on the sandbox
     (`setup_cache.RepoSetup.bind`); a bare sandbox gets SETUP_TIMEOUT and no cache."""
-    setup, checkout = setup_of(sandbox)
+    setup, copied = setup_of(sandbox)
     excludes = ""
     with sandbox_errors():
         if commands:
-            lookup = setup.lookup(sandbox, commands, networked, checkout) if setup else None
+            lookup = setup.lookup(sandbox, commands, networked, copied) if setup else None
             if lookup is None or not lookup.restored:
                 _setup_now(sandbox, commands, setup, lookup)
+            sandbox.copy_in(checkout)  # the commit's files as committed, whatever setup or a restore wrote
             excludes = setup_excludes(sandbox.execute(LIST_SETUP_OUTPUT).output)
             sandbox.execute(EXCLUDE_SETUP_OUTPUT)
         if networked:

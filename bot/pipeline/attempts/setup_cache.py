@@ -9,9 +9,17 @@ sandbox that is already network-less and locked down, bounded like any file, and
 The stream is written by the image's `tar` inside the sandbox, as the action user, and extracted the same way
 (through an engine exec's stdout and stdin, `sandbox.pipes`): the worker only counts, hashes and stores the bytes,
 never parses or extracts them. (The engine's archive API cannot read the tmpfs HOME, where toolchain caches such
-as GOPATH's modules live, and would extract on the engine's side.) It holds what setup added or changed under the
-working directory (untracked and ignored files, e.g. node_modules, .venv, target; tracked files it rewrote) and
-the action user's HOME; changes setup made inside `.git` are not kept.
+as GOPATH's modules live, and would extract on the engine's side.) It holds what setup added under the working
+directory (untracked and ignored files, e.g. node_modules, .venv, target) and the action user's HOME; tracked files
+setup rewrote and changes inside `.git` are not kept (`run_setup` lays the commit's files back after setup anyway).
+
+Who may write an entry: only setup that ran on a tree the App trusts (`RepoSetup.trust`: the App's clone of the
+default branch's head, no agent-written commit in it; `trust_clean_trees` for the operator's own trees in
+`mini-fix run` and eval). The key names the dependency files and the files a setup command names, not everything
+setup executes (an npm `postinstall`, `build.rs`, a Makefile target, `python -m pkg.mod`), so a PR branch carrying
+agent-written code often has the default branch's key: a job on it (a CI or review follow-up, a retry) runs setup
+and may restore an entry, but never stores one, and a failed restore there changes no entry. Every entry was
+therefore made by the default branch's own setup, whichever sandbox (an attempt's, verify's) restores it.
 """
 
 from __future__ import annotations
@@ -29,6 +37,7 @@ import structlog
 from bot import metrics
 from bot.pipeline.attempts.setup_key import setup_key
 from bot.pipeline.attempts.setup_store import CorruptEntry, SetupStore
+from bot.pipeline.publish import gitops
 from bot.settings import Settings
 from sandbox.base import ExecResult, Sandbox, SandboxConfig, SandboxError
 
@@ -37,9 +46,9 @@ SandboxFactory = Callable[[SandboxConfig, str], Sandbox]
 FAILURE_CHARS = 300  # of a failed setup's reason in the status comment
 STREAM_TIMEOUT = 900  # seconds to write or read back one entry inside the sandbox
 CLEAN_TREE = 'test -z "$(git status --porcelain --ignored -z | head -c 1)"'
-# What setup left: untracked (ignored too) and rewritten tracked files under the working directory, and HOME.
+# What setup left: untracked (ignored too) files under the working directory, and HOME.
 SAVE = (
-    "set -o pipefail; {{ {{ git ls-files -z --others --directory; git ls-files -z --modified; }} "
+    "set -o pipefail; {{ git ls-files -z --others --directory "
     '| sed -z \'s|^|{top}/|\'; if [ -d "$HOME" ] && [ -w "$HOME" ]; then printf \'%s\\0\' "${{HOME#/}}"; fi; }} '
     "| tar -c -f - -C / --null --no-unquote --verbatim-files-from -T -"
 )
@@ -80,10 +89,12 @@ class SetupOptions:
 
 @dataclass
 class Lookup:
-    """What the cache said before a sandbox's setup: restored, or the key to store under after it (None: don't)."""
+    """What the cache said before a sandbox's setup: restored, or the key to store under after it (None: don't),
+    and whether that store replaces an entry that failed to restore on this trusted tree."""
 
     restored: bool
     key: str | None = None
+    replace: bool = False
 
 
 @dataclass
@@ -94,6 +105,8 @@ class RepoSetup:
     options: SetupOptions
     on_report: Callable[[str], None] = lambda _summary: None
     tolerant: bool = False  # an inferred setup: its failure is reported and the run goes on without it
+    trust_clean_trees: bool = False  # the operator's own trees (`mini-fix run`, eval): any clean checkout may store
+    _trusted: dict[Path, str] = field(default_factory=dict)  # checkout -> the commit it was trusted at
     _ran: list[float] = field(default_factory=list)
     _restored: list[float] = field(default_factory=list)
     _failed: str = ""
@@ -103,11 +116,32 @@ class RepoSetup:
         """A factory whose sandboxes carry this setup (run_setup finds it on them)."""
         return lambda config, run_id: SetupSandbox(factory(config, run_id), self)
 
+    def trust(self, checkout: Path, commit: str) -> None:
+        """Setup run on `checkout` may be stored: the App's clone of the default branch's head `commit` (a fix, a
+        `--fresh` retry). A job building on a PR branch (follow-ups, retries) never calls this: its commits are
+        agent-written, and what its setup executes is not all in the key."""
+        self._trusted[checkout.resolve()] = commit
+
+    def trusts(self, checkout: Path) -> bool:
+        """Whether setup on `checkout` may write an entry: a checkout `trust` named, still at the commit it was
+        trusted at (the host's git says, not the sandbox), or any checkout where `trust_clean_trees`."""
+        if self.trust_clean_trees:
+            return True
+        commit = self._trusted.get(checkout.resolve())
+        if commit is None:
+            return False
+        try:
+            return gitops.head(checkout) == commit
+        except gitops.GitError:
+            return False
+
     def lookup(self, sandbox: Sandbox, commands: list[str], networked: bool, checkout: Path | None) -> Lookup:
-        """Restore the cached result into `sandbox` when there is one for its key; else say where to store it."""
+        """Restore the cached result into `sandbox` when there is one for its key; else say where to store it (a
+        trusted checkout only: `trusts`)."""
         store = self.options.store
         if store is None or checkout is None or not isinstance(sandbox, Streams):
             return Lookup(False)
+        trusted = self.trusts(checkout)
         try:
             key = setup_key(commands, sandbox.image_id(), networked, checkout)
         except (OSError, SandboxError) as exc:  # the cache is an optimisation: setup runs as it always did
@@ -118,26 +152,33 @@ class RepoSetup:
             return Lookup(False)
         try:
             entry = store.open(self.repo, key)
-        except CorruptEntry as exc:
+        except CorruptEntry as exc:  # the worker's own file is damaged, whatever the tree: it goes
             store.drop(self.repo, key)
             _count("miss", self.repo, key, why=f"corrupt entry dropped: {exc}")
-            return Lookup(False, key)
+            return self._to_store(key, trusted)
         if entry is None:
             _count("miss", self.repo, key)
-            return Lookup(False, key)
-        return self._restore(sandbox, store, key, entry)
+            return self._to_store(key, trusted)
+        return self._restore(sandbox, key, entry, trusted)
 
-    def _restore(self, sandbox: Sandbox, store: SetupStore, key: str, entry: IO[bytes]) -> Lookup:
+    def _to_store(self, key: str, trusted: bool) -> Lookup:
+        if not trusted:
+            _count("skip", self.repo, key, why="not stored: the checkout is not the trusted default branch's head")
+        return Lookup(False, key if trusted else None)
+
+    def _restore(self, sandbox: Sandbox, key: str, entry: IO[bytes], trusted: bool) -> Lookup:
+        """Restore `entry`. When that fails the entry stays (the tree may be one the App did not make), the
+        sandbox is undone and setup runs; only on a trusted tree does that setup's result then replace it."""
         started = time.monotonic()
         try:
             with entry:
                 assert isinstance(sandbox, Streams)
                 sandbox.stream_in(RESTORE, entry, timeout=STREAM_TIMEOUT)
         except SandboxError as exc:
-            store.drop(self.repo, key)
-            _count("miss", self.repo, key, why=f"restore failed, entry dropped: {exc}")
+            what = "to be replaced by this trusted setup" if trusted else "kept: the tree is not a trusted one"
+            _count("miss", self.repo, key, why=f"restore failed, entry {what}: {exc}")
             _undo(sandbox)
-            return Lookup(False, key)
+            return Lookup(False, key, replace=True) if trusted else Lookup(False)
         seconds = time.monotonic() - started
         self._report(self._restored, seconds)
         _count("hit", self.repo, key, seconds=round(seconds, 3))
@@ -151,7 +192,7 @@ class RepoSetup:
         if store is None or key is None or not isinstance(sandbox, Streams):
             return
         top = cwd.strip("/")
-        if not _TOP.fullmatch(top) or not store.claim(self.repo, key):
+        if not _TOP.fullmatch(top) or not store.claim(self.repo, key, replace=lookup.replace):
             return  # another sandbox of this process is storing the same key now
         cap = min(self.options.max_entry_bytes, store.max_total)  # the total's bound holds while one is written
         command, started = SAVE.format(top=top), time.monotonic()

@@ -4,6 +4,11 @@ The dependency files are read on the worker from its own clone: regular files on
 target's name, never followed), found by name at the top and a few directories down, plus any file of the checkout
 a setup command names (`pip install -r requirements/dev.txt`, however deep). A tree too large to walk within the
 bound gets no key (setup runs uncached): a lockfile past the bound could change unseen and restore stale packages.
+
+The key does not cover everything setup executes (an npm `postinstall` script, `build.rs`, a Makefile target,
+`python -m pkg.mod`): two trees that differ only there share a key. That is why only setup on a trusted tree (the
+default branch's head) ever writes an entry (`setup_cache.RepoSetup.trusts`), and why the commit's files are laid
+back after setup or a restore (`execute.run_setup`).
 """
 
 from __future__ import annotations
@@ -17,7 +22,7 @@ import shlex
 import stat
 from pathlib import Path, PurePosixPath
 
-KEY_VERSION = 2
+KEY_VERSION = 3  # 3: entries of earlier versions may hold setup run on agent-written branches: never restored
 DEPENDENCY_FILES = (
     "package-lock.json", "npm-shrinkwrap.json", "yarn.lock", "pnpm-lock.yaml", "package.json",
     "go.mod", "go.sum", "Cargo.lock", "Cargo.toml", "pom.xml", "build.gradle", "build.gradle.kts",

@@ -77,11 +77,13 @@ class SetupStore:
             raise
         return handle
 
-    def claim(self, repo: str, key: str) -> bool:
-        """Whether this caller is the one to write the entry (none exists, no other thread is writing it)."""
+    def claim(self, repo: str, key: str, *, replace: bool = False) -> bool:
+        """Whether this caller is the one to write the entry (none exists, or `replace`: the caller's trusted
+        setup replaces one that failed to restore; no other thread is writing it). The old entry stays readable
+        until the new one is whole (`write` renames over it)."""
         path = self.path(repo, key)
         with self._lock:
-            if path in self._pending or path.exists():
+            if path in self._pending or (path.exists() and not replace):
                 return False
             self._pending.add(path)
             return True
@@ -92,14 +94,17 @@ class SetupStore:
         path = self.path(repo, key)
         path.parent.mkdir(parents=True, exist_ok=True)
         temp = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}.part")
+        temp_sum = temp.with_suffix(".sum.part")
         try:
             with temp.open("wb") as out:
                 size = fill(out)
             with temp.open("rb") as back:
-                path.with_suffix(SUM_SUFFIX).write_text(_digest(back) + "\n", encoding="ascii")
-            os.replace(temp, path)  # readers see the whole entry or none
+                temp_sum.write_text(_digest(back) + "\n", encoding="ascii")
+            os.replace(temp_sum, path.with_suffix(SUM_SUFFIX))  # a sum is read whole or not at all; a reader
+            os.replace(temp, path)  # between these two renames of a replacement drops it: lost, never wrong
         finally:
             temp.unlink(missing_ok=True)
+            temp_sum.unlink(missing_ok=True)
             with self._lock:
                 self._pending.discard(path)
         self.evict(keep=path)

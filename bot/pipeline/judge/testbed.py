@@ -65,7 +65,7 @@ def prepared(
     try:
         try:
             sandbox.copy_in(checkout)
-            excludes = run_setup(sandbox, repo.setup, networked=config.network)
+            excludes = run_setup(sandbox, repo.setup, networked=config.network, checkout=checkout)
         except (SandboxError, RunFailed) as exc:
             raise SetupFailed(f"setup: {exc}") from exc
         yield Prepared(sandbox, excludes)
