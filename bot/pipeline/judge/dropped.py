@@ -119,7 +119,7 @@ def _at_base(checkout: Path, paths: list[str]) -> dict[str, tuple[str, int]]:
 
 
 def _blob(checkout: Path, blob: str) -> bytes:
-    return gitops.git_bytes(["cat-file", "blob", blob], cwd=checkout, what="git cat-file")
+    return gitops.git_bytes(["cat-file", "blob", "--end-of-options", blob], cwd=checkout, what="git cat-file")
 
 
 def _tests_after(tree: Path, path: str, cancel: threading.Event | None) -> TestMap | None:
