@@ -49,6 +49,8 @@ def _pull(data: dict[str, Any]) -> PullRequest:
         head_sha=str((data.get("head") or {}).get("sha", "")),
         state=str(data.get("state") or "open"),
         merged=data.get("merged") is True or bool(data.get("merged_at")),
+        author=str((data.get("user") or {}).get("login") or ""),
+        head_repo=str(((data.get("head") or {}).get("repo") or {}).get("full_name") or ""),
     )
 
 

@@ -184,6 +184,7 @@ def _work(state: RunState, deps: PipelineDeps, resolved: RunConfig) -> None:
         checkout = tmp / "repo"
         token = FreshToken(gh.git_credential)  # minted again near its expiry: a long run's push still works
         start = _start(state, repo, checkout, token, deps)
+        _not_duplicate(state, issue, repo, start)  # before the agent: no run spent on a change nobody publishes
         _check_cancel(cancel)
         sandbox_config = _resolve_setup(state, plan, with_setup(resolved, checkout, deps.settings), setup)
         _resolve_tests(state, plan, checkout)
@@ -258,15 +259,20 @@ def _push(
     """Commit and push the chosen change, unless another open PR already fixes the issue (then say so)."""
     if state.wip:
         state.run.setdefault("notes", []).append(wip_note(state.wip))
-    if other := duplicate_pr(state.gh, number=issue.number, repo=repo.full_name, branch=start.branch):
-        state.run.setdefault("notes", []).append(f"Already fixed by the open pull request {other.url}.")
-        raise RunFailed(Outcome.DUPLICATE_PR, f"#{other.number} {other.url}")
+    _not_duplicate(state, issue, repo, start)  # again: a writer may have opened one during the run
     if ended := followup.recheck_pr(state.job, state.gh):  # never pushed to (or reopening) a closed or merged PR
         state.run["stop_reason"] = ended
         raise RunFailed(Outcome.PR_ENDED, ended)
     return push_change(
         state.gh, checkout, diff, issue=issue, run=state.run, token=token, start=start, kind=state.job.kind
     )
+
+
+def _not_duplicate(state: RunState, issue: Issue, repo: RepoInfo, start: branch.Start) -> None:
+    """End the job when another open PR, by a writer or from the repository itself, already fixes the issue."""
+    if other := duplicate_pr(state.gh, number=issue.number, repo=repo.full_name, branch=start.branch):
+        state.run.setdefault("notes", []).append(f"Already fixed by the open pull request {other.url}.")
+        raise RunFailed(Outcome.DUPLICATE_PR, f"#{other.number} {other.url}")
 
 
 def _start(state: RunState, repo: RepoInfo, checkout: Path, token: FreshToken, deps: PipelineDeps) -> branch.Start:
