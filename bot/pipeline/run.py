@@ -38,6 +38,7 @@ from bot.pipeline.publish.prtext import attempts_table, dropped_notes, evidence
 from bot.pipeline.publish.report import report, run_link
 from bot.pipeline.publish.status import StatusComment
 from bot.pipeline.publish.tokens import FreshToken
+from bot.pipeline.publish.whole import WholeDiff, whole_diff
 from bot.pipeline.state import RunState
 from bot.pipeline.task import asks, followup
 from bot.pipeline.task.feedback import review_feedback
@@ -200,14 +201,19 @@ def _work(state: RunState, deps: PipelineDeps, resolved: RunConfig) -> None:
         diff = chosen.candidate.change.diff
         _check_cancel(cancel)
         pushed = _push(state, issue, repo, checkout, diff, token, start)
+        whole = _whole_diff(state, checkout, token, start, pushed)
     link = run_link(deps.settings, chosen.candidate.run_id)
+    # The body's warnings are about the whole PR: a run on the PR branch takes them from its whole diff.
+    warned = replace(chosen.candidate, dropped=whole.dropped) if whole else chosen.candidate
     body_vars = {
         **pr_body_vars(issue, state.run, chosen.result, diff, link),
         "test": state.test,
         "attempts_table": state.table,
         "evidence": evidence(chosen.candidate),
-        "dropped": dropped_text(chosen.candidate),
-        "dropped_notes": dropped_notes(chosen.candidate),
+        "dropped": dropped_text(warned),
+        "dropped_notes": dropped_notes(warned),
+        "protected": whole.protected if whole else [],
+        "default_branch": start.default_branch,
     }
     # A branch moved by someone during the run: the new commit is proposed as a PR into it, never forced over it.
     base = start.branch if pushed.diverted else repo.default_branch
@@ -266,6 +272,31 @@ def _push(
     return push_change(
         state.gh, checkout, diff, issue=issue, run=state.run, token=token, start=start, kind=state.job.kind
     )
+
+
+def _whole_diff(
+    state: RunState, checkout: Path, token: FreshToken, start: branch.Start, pushed: branch.Pushed
+) -> WholeDiff | None:
+    """For a run that built on the PR branch, the warnings of the PR's whole diff against the default branch (a
+    fix's, or a diverted run's, own diff is its PR's whole diff: None)."""
+    if not start.on_pr or pushed.diverted:
+        return None
+    try:
+        tip = gitops.fetch(checkout, token, start.default_branch, depth=execute.CLONE_DEPTH)
+        return whole_diff(
+            checkout,
+            tip,
+            test_paths=list(state.config.test_paths),
+            protected_globs=list(state.config.protected_paths),
+            cancel=state.cancel,
+        )
+    except (gitops.GitError, OSError) as exc:
+        log.warning("whole_diff_not_checked", error=str(exc))
+        state.run.setdefault("notes", []).append(
+            f"mini-fix could not compare the whole pull request with `{start.default_branch}`, so the warnings "
+            "here are about this run's change only: check the earlier commits for dropped tests yourself."
+        )
+        return None
 
 
 def _not_duplicate(state: RunState, issue: Issue, repo: RepoInfo, start: branch.Start) -> None:
