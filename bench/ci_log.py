@@ -38,7 +38,7 @@ def serve(mib: int, honour_range: bool) -> ThreadingHTTPServer:
         def log_message(self, *args: Any) -> None:
             pass
 
-        def do_POST(self) -> None:  # noqa: N802 - http.server's name
+        def do_POST(self) -> None:
             body = json.dumps({"token": "ghs_bench", "expires_at": "2099-01-01T00:00:00Z"}).encode()
             self.send_response(201)
             self.send_header("Content-Type", "application/json")
@@ -46,7 +46,7 @@ def serve(mib: int, honour_range: bool) -> ThreadingHTTPServer:
             self.end_headers()
             self.wfile.write(body)
 
-        def do_GET(self) -> None:  # noqa: N802
+        def do_GET(self) -> None:
             if self.path.endswith("/logs"):
                 self.send_response(302)
                 self.send_header("Location", f"http://127.0.0.1:{self.server.server_address[1]}/blob")
@@ -146,7 +146,7 @@ def main() -> None:
                 label = "honours Range" if honour else "ignores Range (whole log)"
                 kept = f"{r['chars'] / (1 << 20):.2f} Mi"
                 print(f"{label:<28} {mode:<8} {r['read_s']:>7.2f} {r['seconds']:>12.2f} {r['rss_mib']:>13.0f} "
-                      f"{kept:>10} {str(r['quoted_has_failure']):>15}")  # fmt: skip
+                      f"{kept:>10} {r['quoted_has_failure']!s:>15}")  # fmt: skip
         finally:
             server.shutdown()
 

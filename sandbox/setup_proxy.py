@@ -7,9 +7,9 @@ has) drops every packet the sandbox sends except to the proxy's port. Squid reso
 checks the address it will connect to, so an allowed name that resolves to a private, loopback, link-local
 (cloud metadata) or the upstream network's gateway (the host) address is refused too. A name not on the list
 is refused by its text before any rule that resolves it (`dst`, `to_localhost`), and `dstdomain -n` never
-looks up an address's name: squid sends no DNS query for a name it refuses, so setup has no DNS channel out. The proxy speaks IPv4
-only: IPv6 is off in its network namespace (so no `::1`, link-local or unique-local neighbour is reachable), and
-a name with no IPv4 address (`ip6-localhost`) is refused rather than tried.
+looks up an address's name: squid sends no DNS query for a name it refuses, so setup has no DNS channel out.
+The proxy speaks IPv4 only: IPv6 is off in its network namespace (so no `::1`, link-local or unique-local
+neighbour is reachable), and a name with no IPv4 address (`ip6-localhost`) is refused rather than tried.
 """
 
 from __future__ import annotations

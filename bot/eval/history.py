@@ -69,9 +69,7 @@ def _scan(git_dir: Path, rev: str, max_commits: int) -> tuple[list[Candidate], d
         if len(parents) != 1:
             skipped["merge commit" if parents else "root commit"] += 1
             continue
-        names = git(
-            ["diff-tree", "--no-commit-id", "--name-only", "-r", "-z", END, parents[0], sha], git_dir=git_dir
-        )
+        names = git(["diff-tree", "--no-commit-id", "--name-only", "-r", "-z", END, parents[0], sha], git_dir=git_dir)
         changed = [p for p in names.split("\0") if p]
         tests, code = [p for p in changed if is_test_path(p)], [p for p in changed if is_code_path(p)]
         if not tests or not code:

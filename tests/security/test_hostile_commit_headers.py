@@ -20,11 +20,15 @@ from bot.eval.quarantine import quarantined
 def _sh(repo: Path, *args: str, stdin: bytes | None = None) -> str:
     env = {"PATH": os.environ["PATH"], "HOME": str(repo.parent), "GIT_CONFIG_NOSYSTEM": "1"}
     env |= {"GIT_AUTHOR_NAME": "a", "GIT_AUTHOR_EMAIL": "a@x", "GIT_COMMITTER_NAME": "a", "GIT_COMMITTER_EMAIL": "a@x"}
-    return subprocess.run(["git", *args], cwd=repo, env=env, input=stdin, capture_output=True, check=True).stdout.decode()
+    return subprocess.run(
+        ["git", *args], cwd=repo, env=env, input=stdin, capture_output=True, check=True
+    ).stdout.decode()
 
 
 def _raw_commit(repo: Path, header: str, message: str) -> str:
-    sha = _sh(repo, "hash-object", "--literally", "-t", "commit", "-w", "--stdin", stdin=f"{header}\n\n{message}\n".encode())
+    sha = _sh(
+        repo, "hash-object", "--literally", "-t", "commit", "-w", "--stdin", stdin=f"{header}\n\n{message}\n".encode()
+    )
     return sha.strip()
 
 

@@ -37,14 +37,14 @@ while True:
 ASK = r"""
 import socket, sys, time
 for target in sys.argv[1:]:
-    c = socket.create_connection(("127.0.0.1", %d), timeout=20)
+    c = socket.create_connection(("127.0.0.1", PORT), timeout=20)
     if target.startswith("http://"):
         c.sendall(f"GET {target} HTTP/1.1\r\nHost: {target.split('/')[2]}\r\n\r\n".encode())
     else:
         c.sendall(f"CONNECT {target} HTTP/1.1\r\nHost: {target}\r\n\r\n".encode())
     print(target, c.recv(200).split(b"\r\n")[0].decode(), flush=True)
     c.close()
-""" % PROXY_PORT
+""".replace("PORT", str(PROXY_PORT))
 SCRIPT = """
 set -e
 printf '%s' "$STUB" > /tmp/stub.py && printf '%s' "$ASK" > /tmp/ask.py

@@ -22,7 +22,9 @@ TESTS = (
     "from calc import add\n\n\ndef test_add():\n    assert add(1, 1) == 2\n\n\n"
     "def test_zero():\n    assert add(0, 0) == 0\n"
 )
-DROP_ZERO = bash("printf 'from calc import add\\n\\n\\ndef test_add():\\n    assert add(1, 1) == 2\\n' > tests/test_calc.py")
+DROP_ZERO = bash(
+    "printf 'from calc import add\\n\\n\\ndef test_add():\\n    assert add(1, 1) == 2\\n' > tests/test_calc.py"
+)
 WARNING = "drops existing tests: tests/test_calc.py::test_zero"
 
 

@@ -24,7 +24,15 @@ from bot.pipeline.judge.missing import missing_tool
 from bot.pipeline.publish import gitops
 from bot.pipeline.task.outline import outline
 from bot.trajectory import TrajectoryWriter
-from sandbox.base import EngineUnavailable, ExportCap, ExportTooLarge, ImageMissing, Sandbox, SandboxConfig, SandboxError
+from sandbox.base import (
+    EngineUnavailable,
+    ExportCap,
+    ExportTooLarge,
+    ImageMissing,
+    Sandbox,
+    SandboxConfig,
+    SandboxError,
+)
 
 CLONE_DEPTH = 50
 _FIXES = re.compile(r"\b(?:fix(?:e[sd])?|close[sd]?|resolve[sd]?)\s+#(\d+)\b", re.IGNORECASE)

@@ -225,20 +225,24 @@ def origin_url(repo: Path) -> str:
 
 def head(repo: Path, rev: str = "HEAD") -> str:
     """The commit `rev` names in the checkout."""
-    return _git(["rev-parse", "--verify", "--end-of-options", f"{rev}^{{commit}}"], cwd=repo, what="git rev-parse").strip()
+    return _git(
+        ["rev-parse", "--verify", "--end-of-options", f"{rev}^{{commit}}"], cwd=repo, what="git rev-parse"
+    ).strip()
 
 
 def log_subjects(repo: Path, base: str, *, limit: int) -> list[str]:
     """Subjects of the commits on HEAD that `base` does not have, newest first."""
-    out = _git(["log", "--no-show-signature", f"--max-count={limit}", "--format=%s", "--end-of-options", f"{base}..HEAD"], cwd=repo,
-               what="git log")  # fmt: skip
+    args = ["log", "--no-show-signature", f"--max-count={limit}", "--format=%s", "--end-of-options", f"{base}..HEAD"]
+    out = _git(args, cwd=repo, what="git log")
     return out.splitlines()
 
 
 def diff_stat(repo: Path, base: str) -> str:
     """`git diff --stat` from `base`'s merge base with HEAD (from `base` itself when a shallow clone lacks it)."""
     try:
-        return _git(["diff", "--no-ext-diff", "--stat", "--end-of-options", f"{base}...HEAD"], cwd=repo, what="git diff")
+        return _git(
+            ["diff", "--no-ext-diff", "--stat", "--end-of-options", f"{base}...HEAD"], cwd=repo, what="git diff"
+        )
     except GitError:
         return _git(["diff", "--no-ext-diff", "--stat", "--end-of-options", base, "HEAD"], cwd=repo, what="git diff")
 
@@ -249,7 +253,12 @@ def replay_onto(repo: Path, identity: BotIdentity, base: str) -> bool:
     base = head(repo, base)  # an object name: `checkout --detach` takes no --end-of-options
     _git(["checkout", "--quiet", "--detach", base], cwd=repo, what="git checkout")
     try:
-        _git(["cherry-pick", "--allow-empty", "--end-of-options", commit_sha], cwd=repo, env=_who(identity), what="git cherry-pick")
+        _git(
+            ["cherry-pick", "--allow-empty", "--end-of-options", commit_sha],
+            cwd=repo,
+            env=_who(identity),
+            what="git cherry-pick",
+        )
         return True
     except GitError:
         _git(["cherry-pick", "--abort"], cwd=repo, what="git cherry-pick --abort")
