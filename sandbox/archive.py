@@ -11,11 +11,12 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import IO
 
-from sandbox.base import SandboxError
+from sandbox.base import ExportCap, ExportTooLarge, SandboxError
 
 FILE_MODE = 0o644
 EXEC_MODE = 0o755
 COPY_CHUNK = 1 << 20
+MAX_NAME = 4096  # Linux's PATH_MAX: a longer path could not be written anyway
 
 
 class ChunkReader:
@@ -39,19 +40,41 @@ class ChunkReader:
 
 
 def extract_archive(chunks: Iterable[bytes], dest: Path, *, max_bytes: int, skip_top: tuple[str, ...] = ()) -> None:
-    """Unpack a tar stream into the new directory `dest`; top-level names in `skip_top` are read past, not kept."""
+    """Unpack a tar stream into the new directory `dest`; top-level names in `skip_top` are read past, not kept.
+
+    Past `max_bytes` (every entry's contents plus 512 bytes a header) it stops with a SandboxError; when
+    `max_bytes` is an ExportCap, it also stops (ExportTooLarge) as soon as the entries to write go past its
+    `entries`, before that one is written, and reads past its `skip` paths without writing them."""
     dest.mkdir(parents=True, exist_ok=False)
     root = dest.resolve()
-    total = 0
+    cap = max_bytes if isinstance(max_bytes, ExportCap) else ExportCap(max_bytes)
+    skip = tuple(p.rstrip("/") for p in cap.skip)
+    total = entries = 0
+    made: set[str] = set()  # directories written or about to be: a missing parent is made, and counted, once
     with tarfile.open(fileobj=ChunkReader(chunks), mode="r|") as tar:  # type: ignore[call-overload]
         for member in tar:
             name = _relative(member.name)
             if not name or name.split("/", 1)[0] in skip_top:
                 continue
-            total += member.size + tarfile.BLOCKSIZE + _linked_size(root, member)
+            size = member.size + tarfile.BLOCKSIZE + _linked_size(root, member)
+            total += size
             if total > max_bytes:
                 raise SandboxError(
-                    f"the sandbox's working directory is larger than the export limit of {max_bytes} bytes"
+                    f"the sandbox's working directory is larger than the export limit of {int(max_bytes)} bytes"
+                )
+            if any(name == p or name.startswith(p + "/") for p in skip):
+                continue
+            if len(name) > MAX_NAME:
+                raise SandboxError(f"the sandbox's archive has a path longer than {MAX_NAME} bytes: {name[:200]!r}")
+            ends = [i for i, ch in enumerate(name) if ch == "/"] + ([len(name)] if member.isdir() else [])
+            new = {name[:i] for i in ends} - made
+            made |= new
+            entries += len(new) if member.isdir() else len(new) + 1
+            if cap.entries is not None and entries > cap.entries:
+                raise ExportTooLarge(
+                    f"the sandbox's working directory holds more than {cap.entries} files and directories outside "
+                    "what setup made: far more than the checkout and any change within this deployment's caps "
+                    "(MINIFIX_MAX_CHANGED_FILES) need"
                 )
             _extract(tar, member, root, name)
 

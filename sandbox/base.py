@@ -79,6 +79,25 @@ class SandboxError(Exception):
     """The sandbox could not be started or used; the message says what to do."""
 
 
+class ExportTooLarge(SandboxError):
+    """The tree being exported holds more files and directories than its `ExportCap` allows."""
+
+
+class ExportCap(int):
+    """`export_tree`'s byte cap (every byte of the archive read, as an int), carrying `entries`, the most files,
+    links and directories the export writes before it stops (None: no such cap), and `skip`, paths (a directory
+    as `dir/`) read past, never written or counted as entries (what setup left untracked, which git leaves out of
+    the change anyway). An int, so every sandbox wrapper that forwards `max_bytes` forwards these too."""
+
+    entries: int | None
+    skip: tuple[str, ...]
+
+    def __new__(cls, max_bytes: int, *, entries: int | None = None, skip: tuple[str, ...] = ()) -> ExportCap:
+        cap = super().__new__(cls, max_bytes)
+        cap.entries, cap.skip = entries, skip
+        return cap
+
+
 class EngineUnavailable(SandboxError):
     """No Docker engine answers."""
 

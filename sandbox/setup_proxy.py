@@ -5,9 +5,11 @@ upstream network. An internal network still lets its containers reach the host a
 address, so a one-shot helper in the sandbox's network namespace (NET_ADMIN there, which the sandbox never
 has) drops every packet the sandbox sends except to the proxy's port. Squid resolves each name itself and
 checks the address it will connect to, so an allowed name that resolves to a private, loopback, link-local
-(cloud metadata) or the upstream network's gateway (the host) address is refused too. The proxy speaks IPv4
-only: IPv6 is off in its network namespace (so no `::1`, link-local or unique-local neighbour is reachable), and
-a name with no IPv4 address (`ip6-localhost`) is refused rather than tried.
+(cloud metadata) or the upstream network's gateway (the host) address is refused too. A name not on the list
+is refused by its text before any rule that resolves it (`dst`, `to_localhost`), and `dstdomain -n` never
+looks up an address's name: squid sends no DNS query for a name it refuses, so setup has no DNS channel out.
+The proxy speaks IPv4 only: IPv6 is off in its network namespace (so no `::1`, link-local or unique-local
+neighbour is reachable), and a name with no IPv4 address (`ip6-localhost`) is refused rather than tried.
 """
 
 from __future__ import annotations
@@ -41,11 +43,12 @@ logfile_rotate 0
 shutdown_lifetime 0 seconds
 via off
 forwarded_for delete
-acl allowed_hosts dstdomain {hosts}
+acl allowed_hosts dstdomain -n {hosts}
 acl denied_addresses dst {denied}
 acl ipv4_destination dst 0.0.0.0/1 128.0.0.0/1
 acl safe_ports port 80 443
 acl CONNECT method CONNECT
+http_access deny !allowed_hosts
 http_access deny !safe_ports
 http_access deny CONNECT !safe_ports
 http_access deny to_localhost

@@ -8,7 +8,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from bot.eval.hostgit import commit_parts, diff_in, git
+from bot.eval.hostgit import END, GitFailed, commit_parts, diff_in, git
 from bot.eval.quarantine import quarantined
 
 TEST_DIRS = {"test", "tests", "testing"}
@@ -59,13 +59,17 @@ def scan(repo: Path, rev: str, max_commits: int) -> tuple[list[Candidate], dict[
 def _scan(git_dir: Path, rev: str, max_commits: int) -> tuple[list[Candidate], dict[str, int]]:
     skipped = {"merge commit": 0, "root commit": 0, "no test change": 0, "no code change": 0}
     found: list[Candidate] = []
-    listed = git(["rev-list", "--first-parent", f"--max-count={max_commits}", rev, "--"], git_dir=git_dir)
+    listed = git(["rev-list", "--first-parent", f"--max-count={max_commits}", END, rev, "--"], git_dir=git_dir)
     for sha in listed.split():
-        parents, message = commit_parts(git_dir, sha)
+        try:
+            parents, message = commit_parts(git_dir, sha)
+        except GitFailed:
+            skipped["malformed commit"] = skipped.get("malformed commit", 0) + 1
+            continue
         if len(parents) != 1:
             skipped["merge commit" if parents else "root commit"] += 1
             continue
-        names = git(["diff-tree", "--no-commit-id", "--name-only", "-r", "-z", parents[0], sha], git_dir=git_dir)
+        names = git(["diff-tree", "--no-commit-id", "--name-only", "-r", "-z", END, parents[0], sha], git_dir=git_dir)
         changed = [p for p in names.split("\0") if p]
         tests, code = [p for p in changed if is_test_path(p)], [p for p in changed if is_code_path(p)]
         if not tests or not code:

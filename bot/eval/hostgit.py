@@ -7,6 +7,7 @@ read through `quarantine` (a git directory of ours over its objects), so its own
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from bot.eval.quarantine import quarantined
@@ -15,6 +16,12 @@ from bot.pipeline.publish.gitops import git_bytes
 
 GitFailed = GitError
 """A git step failed; the message says which and git's own reason (the worker's own git error)."""
+
+END = "--end-of-options"
+"""Before every value read from a repository or a task file (a revision, an object name): git never takes it
+for an option (`--output=FILE` would write a host file)."""
+OBJECT_NAME = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
+_TREE = re.compile(r"tree (?:[0-9a-f]{40}|[0-9a-f]{64})")
 
 
 def git(
@@ -52,12 +59,14 @@ def base_checkout(source: str, commit: str, dest: Path) -> str:
     """Clone `source` into `dest` at `commit`, keeping only the history `commit` reaches; return its full sha."""
     clone_bare_safely(source, dest, "--no-checkout")
     try:
-        sha = git(["rev-parse", "--verify", "--quiet", f"{commit}^{{commit}}"], cwd=dest).strip()
+        sha = git(["rev-parse", "--verify", "--quiet", END, f"{commit}^{{commit}}"], cwd=dest).strip()
     except GitFailed:
         raise GitFailed(f"base commit {commit} is not in {source}") from None
+    if not OBJECT_NAME.fullmatch(sha):  # `checkout --detach` takes no --end-of-options: only an object name
+        raise GitFailed(f"base commit {commit} is not in {source}")
     git(["checkout", "--quiet", "--detach", sha], cwd=dest)
     for ref in git(["for-each-ref", "--format=%(refname)"], cwd=dest).split():
-        git(["update-ref", "-d", ref], cwd=dest)
+        git(["update-ref", "-d", END, ref], cwd=dest)
     git(["remote", "remove", "origin"], cwd=dest)
     git(["reflog", "expire", "--expire=now", "--all"], cwd=dest)
     git(["gc", "--quiet", "--prune=now"], cwd=dest)  # later commits must not be in the objects either
@@ -83,12 +92,27 @@ def diff(repo: Path, old: str, new: str, paths: list[str]) -> str:
 def diff_in(git_dir: Path, old: str, new: str, paths: list[str]) -> str:
     """`diff` in a git directory of ours (a quarantine)."""
     flags = ["--binary", "--no-color", "--no-ext-diff", "--no-textconv", "--full-index"]
-    return git(["diff", *flags, old, new, "--", *paths], git_dir=git_dir)
+    return git(["diff", *flags, END, old, new, "--", *paths], git_dir=git_dir)
 
 
 def commit_parts(git_dir: Path, sha: str) -> tuple[list[str], str]:
-    """A commit's parents and message from its raw object (`cat-file`: no signature check, no pretty-printing)."""
-    raw = git(["cat-file", "commit", sha], git_dir=git_dir)
+    """A commit's parents and message from its raw object (`cat-file`: no signature check, no pretty-printing).
+
+    Parsed as git does: `tree`, then only `parent` lines, then `author`; a `parent` line anywhere later is any
+    other header and not a parent. Each parent must be a full object name (40 or 64 hex digits), so nothing a
+    repository wrote reaches a later git command line as an option. GitFailed when the header is not that."""
+    raw = git(["cat-file", "commit", END, sha], git_dir=git_dir)
     header, _, message = raw.partition("\n\n")
-    parents = [line.split(" ", 1)[1] for line in header.splitlines() if line.startswith("parent ")]
+    lines = header.split("\n")
+    if not lines or not _TREE.fullmatch(lines[0]):
+        raise GitFailed(f"malformed commit {sha}: no tree line first")
+    parents: list[str] = []
+    rest = lines[1:]
+    while rest and rest[0].startswith("parent "):
+        parent = rest.pop(0).removeprefix("parent ")
+        if not OBJECT_NAME.fullmatch(parent):
+            raise GitFailed(f"malformed commit {sha}: parent {parent[:80]!r} is not an object name")
+        parents.append(parent)
+    if not rest or not rest[0].startswith("author "):
+        raise GitFailed(f"malformed commit {sha}: no author after the parents")
     return parents, message

@@ -65,6 +65,8 @@ class PullRequest:
     head_sha: str = ""
     state: str = "open"  # open | closed
     merged: bool = False
+    author: str = ""  # the login that opened it
+    head_repo: str = ""  # owner/name the head branch lives in (a fork's; empty when that repository is gone)
 
 
 @dataclass(frozen=True)

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import base64
-from collections.abc import Callable
-from contextlib import nullcontext
+from collections.abc import Callable, Iterable
+from contextlib import ExitStack, nullcontext, suppress
 from typing import Any
 
+import httpx
 from githubkit import GitHub
 from githubkit.exception import RequestFailed
 
@@ -25,6 +26,8 @@ from bot.github.gateway import (
 )
 from bot.github.pacing import WRITE_METHODS, WritePacer
 
+JOB_LOG_TAIL_BYTES = 1 << 20  # of an Actions log: its end says what failed
+JOB_LOG_READ_BYTES = 64 << 20  # read at most, from a server that ignores the Range and sends the whole log
 KNOWN_ROLES = ("admin", "maintain", "write", "triage", "read")
 DRAFT_UNSUPPORTED = "draft pull requests are not supported"
 
@@ -49,6 +52,8 @@ def _pull(data: dict[str, Any]) -> PullRequest:
         head_sha=str((data.get("head") or {}).get("sha", "")),
         state=str(data.get("state") or "open"),
         merged=data.get("merged") is True or bool(data.get("merged_at")),
+        author=str((data.get("user") or {}).get("login") or ""),
+        head_repo=str(((data.get("head") or {}).get("repo") or {}).get("full_name") or ""),
     )
 
 
@@ -255,11 +260,35 @@ class RepoGateway:
         return [_annotation(a) for a in found or [] if isinstance(a, dict)]
 
     def job_log(self, job_id: int) -> str:
-        """An Actions job's log text. GitHub answers 302 to a short-lived URL on another host; githubkit's client
-        follows it, and httpx drops the Authorization header on a redirect to another origin."""
-        with translated("reading a job's log"):
-            resp = self._checks().request("GET", f"{self._prefix}/actions/jobs/{job_id}/logs")
-        return resp.raw_response.text
+        """The end of an Actions job's log (its last JOB_LOG_TAIL_BYTES). GitHub answers 302 to a short-lived URL
+        on another host; githubkit's client follows it, and httpx drops the Authorization header on a redirect to
+        another origin. The tail is asked for with a Range; a server that sends the whole log instead is streamed,
+        keeping only the tail and reading no more than JOB_LOG_READ_BYTES (a log is text its CI wrote: any size)."""
+        what = "reading a job's log"
+        github = self._checks()
+        with ExitStack() as stack:
+            with suppress(RuntimeError):  # already in githubkit's sync context: that client outlives the stream
+                stack.enter_context(github)
+            try:
+                with translated(what):
+                    resp = github.request(
+                        "GET",
+                        f"{self._prefix}/actions/jobs/{job_id}/logs",
+                        headers={"Range": f"bytes=-{JOB_LOG_TAIL_BYTES}"},
+                        stream=True,
+                    )
+            except GitHubError as exc:
+                if status_of(exc) == 416:  # an empty log has no last bytes
+                    return ""
+                raise
+            raw = resp.raw_response
+            try:
+                kept, left_out, whole = tail_of(raw.iter_bytes(), JOB_LOG_TAIL_BYTES, JOB_LOG_READ_BYTES)
+            except httpx.HTTPError as exc:
+                raise GitHubError(f"{what}: {type(exc).__name__}") from exc
+            finally:
+                raw.close()
+        return log_text(kept, cut=left_out > 0 or _range_start(raw) > 0, whole=whole)
 
     def get_review(self, pull: int, review_id: int) -> Review:
         """One review with its inline comments (the first 100)."""
@@ -270,6 +299,40 @@ class RepoGateway:
         author = str((data.get("user") or {}).get("login", ""))
         state, body = str(data.get("state") or "").lower(), str(data.get("body") or "")
         return Review(int(data["id"]), author, state, body, comments)
+
+
+def tail_of(chunks: Iterable[bytes], keep: int, limit: int) -> tuple[bytes, int, bool]:
+    """The last `keep` bytes of a stream read up to `limit` bytes; how many bytes before them were left out; and
+    whether the stream ended within the limit (False: the rest of it was never read)."""
+    buffer, read = bytearray(), 0
+    for chunk in chunks:
+        read += len(chunk)
+        buffer += chunk
+        if len(buffer) > 2 * keep:
+            del buffer[: len(buffer) - keep]
+        if read >= limit:
+            kept = bytes(buffer[-keep:])
+            return kept, read - len(kept), False
+    kept = bytes(buffer[-keep:])
+    return kept, read - len(kept), True
+
+
+def _range_start(resp: httpx.Response) -> int:
+    """Where a 206's part starts in the whole (`Content-Range: bytes START-END/TOTAL`); 0 for a whole answer."""
+    if resp.status_code != 206:
+        return 0
+    spec = resp.headers.get("content-range", "").removeprefix("bytes ").partition("-")[0]
+    return int(spec) if spec.isdigit() else 1  # a part whose start is not said: not the start of the log
+
+
+def log_text(data: bytes, *, cut: bool, whole: bool) -> str:
+    """A log's kept bytes as text: when its start was cut, from its first whole line, after a note saying so."""
+    text = data.decode("utf-8", "replace")
+    if not cut:
+        return text
+    text = text.partition("\n")[2]
+    more = "" if whole else f" (and it was not read past {JOB_LOG_READ_BYTES >> 20} MiB)"
+    return f"[… the start of the log left out: mini-fix keeps its last {JOB_LOG_TAIL_BYTES >> 10} KiB{more}]\n{text}"
 
 
 def _check_run(data: dict[str, Any]) -> CheckRun:

@@ -38,6 +38,7 @@ from bot.pipeline.publish.prtext import attempts_table, dropped_notes, evidence
 from bot.pipeline.publish.report import report, run_link
 from bot.pipeline.publish.status import StatusComment
 from bot.pipeline.publish.tokens import FreshToken
+from bot.pipeline.publish.whole import WholeDiff, whole_diff
 from bot.pipeline.state import RunState
 from bot.pipeline.task import asks, followup
 from bot.pipeline.task.feedback import review_feedback
@@ -186,6 +187,7 @@ def _work(state: RunState, deps: PipelineDeps, resolved: RunConfig) -> None:
         start = _start(state, repo, checkout, token, deps)
         if not start.on_pr:  # the default branch's head: its setup's result may be cached (setup_cache.trusts)
             setup.trust(checkout, gitops.head(checkout))
+        _not_duplicate(state, issue, repo, start)  # before the agent: no run spent on a change nobody publishes
         _check_cancel(cancel)
         sandbox_config = _resolve_setup(state, plan, with_setup(resolved, checkout, deps.settings), setup)
         _resolve_tests(state, plan, checkout)
@@ -201,14 +203,19 @@ def _work(state: RunState, deps: PipelineDeps, resolved: RunConfig) -> None:
         diff = chosen.candidate.change.diff
         _check_cancel(cancel)
         pushed = _push(state, issue, repo, checkout, diff, token, start)
+        whole = _whole_diff(state, checkout, token, start, pushed)
     link = run_link(deps.settings, chosen.candidate.run_id)
+    # The body's warnings are about the whole PR: a run on the PR branch takes them from its whole diff.
+    warned = replace(chosen.candidate, dropped=whole.dropped) if whole else chosen.candidate
     body_vars = {
         **pr_body_vars(issue, state.run, chosen.result, diff, link),
         "test": state.test,
         "attempts_table": state.table,
         "evidence": evidence(chosen.candidate),
-        "dropped": dropped_text(chosen.candidate),
-        "dropped_notes": dropped_notes(chosen.candidate),
+        "dropped": dropped_text(warned),
+        "dropped_notes": dropped_notes(warned),
+        "protected": whole.protected if whole else [],
+        "default_branch": start.default_branch,
     }
     # A branch moved by someone during the run: the new commit is proposed as a PR into it, never forced over it.
     base = start.branch if pushed.diverted else repo.default_branch
@@ -260,15 +267,45 @@ def _push(
     """Commit and push the chosen change, unless another open PR already fixes the issue (then say so)."""
     if state.wip:
         state.run.setdefault("notes", []).append(wip_note(state.wip))
-    if other := duplicate_pr(state.gh, number=issue.number, repo=repo.full_name, branch=start.branch):
-        state.run.setdefault("notes", []).append(f"Already fixed by the open pull request {other.url}.")
-        raise RunFailed(Outcome.DUPLICATE_PR, f"#{other.number} {other.url}")
+    _not_duplicate(state, issue, repo, start)  # again: a writer may have opened one during the run
     if ended := followup.recheck_pr(state.job, state.gh):  # never pushed to (or reopening) a closed or merged PR
         state.run["stop_reason"] = ended
         raise RunFailed(Outcome.PR_ENDED, ended)
     return push_change(
         state.gh, checkout, diff, issue=issue, run=state.run, token=token, start=start, kind=state.job.kind
     )
+
+
+def _whole_diff(
+    state: RunState, checkout: Path, token: FreshToken, start: branch.Start, pushed: branch.Pushed
+) -> WholeDiff | None:
+    """For a run that built on the PR branch, the warnings of the PR's whole diff against the default branch (a
+    fix's, or a diverted run's, own diff is its PR's whole diff: None)."""
+    if not start.on_pr or pushed.diverted:
+        return None
+    try:
+        tip = gitops.fetch(checkout, token, start.default_branch, depth=execute.CLONE_DEPTH)
+        return whole_diff(
+            checkout,
+            tip,
+            test_paths=list(state.config.test_paths),
+            protected_globs=list(state.config.protected_paths),
+            cancel=state.cancel,
+        )
+    except (gitops.GitError, OSError) as exc:
+        log.warning("whole_diff_not_checked", error=str(exc))
+        state.run.setdefault("notes", []).append(
+            f"mini-fix could not compare the whole pull request with `{start.default_branch}`, so the warnings "
+            "here are about this run's change only: check the earlier commits for dropped tests yourself."
+        )
+        return None
+
+
+def _not_duplicate(state: RunState, issue: Issue, repo: RepoInfo, start: branch.Start) -> None:
+    """End the job when another open PR, by a writer or from the repository itself, already fixes the issue."""
+    if other := duplicate_pr(state.gh, number=issue.number, repo=repo.full_name, branch=start.branch):
+        state.run.setdefault("notes", []).append(f"Already fixed by the open pull request {other.url}.")
+        raise RunFailed(Outcome.DUPLICATE_PR, f"#{other.number} {other.url}")
 
 
 def _start(state: RunState, repo: RepoInfo, checkout: Path, token: FreshToken, deps: PipelineDeps) -> branch.Start:

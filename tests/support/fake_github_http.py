@@ -295,9 +295,10 @@ def create_pull(gh: Any, g: dict[str, str], q: dict[str, str], body: Any) -> Rep
         "body": body.get("body", ""),
         "draft": bool(body.get("draft")),
         "state": "open",
-        "head": {"ref": body["head"]},
+        "head": {"ref": body["head"], "repo": {"full_name": repo}},
         "base": {"ref": body["base"]},
         "html_url": f"{gh.base_url}/{repo}/pull/{number}",
+        "user": {"login": "mini-fix-test[bot]"},
     }
     gh.pulls.append(pull)
     gh.issues[(repo, number)] = {

@@ -7,6 +7,7 @@ path list and the link check come from the worker's own clone under the hardened
 from __future__ import annotations
 
 import os
+import re
 import tempfile
 from dataclasses import dataclass
 from functools import partial
@@ -90,6 +91,11 @@ def setup_excludes(listing: str) -> str:
         escaped = "".join("\\" + ch if ch in "*?[]\\!#" else ch for ch in path.strip("\n"))
         lines.append("/" + escaped)
     return "\n".join(lines) + "\n"
+
+
+def excluded_paths(exclude: str) -> tuple[str, ...]:
+    """The paths `setup_excludes` wrote patterns for, as they were listed (a directory ends with `/`)."""
+    return tuple(re.sub(r"\\(.)", r"\1", line[1:]) for line in exclude.splitlines() if line.startswith("/"))
 
 
 def _parse_raw(raw: bytes) -> tuple[list[str], list[str]]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import threading
 import time
@@ -15,7 +16,7 @@ from bot.agent.loop import Agent, AgentResult, StepEvent
 from bot.agent.model_base import Model, ModelReply
 from bot.github.gateway import GitHubGateway, RepoInfo
 from bot.jobs import Job, Outcome
-from bot.pipeline.attempts.change import Change, ChangeCaps, compute_change, setup_excludes
+from bot.pipeline.attempts.change import Change, ChangeCaps, compute_change, excluded_paths, setup_excludes
 from bot.pipeline.attempts.exits import SUBMITTED, exit_for
 from bot.pipeline.attempts.setup_cache import Lookup, RepoSetup, setup_of
 from bot.pipeline.errors import ChangeTooLarge, RunFailed
@@ -23,7 +24,15 @@ from bot.pipeline.judge.missing import missing_tool
 from bot.pipeline.publish import gitops
 from bot.pipeline.task.outline import outline
 from bot.trajectory import TrajectoryWriter
-from sandbox.base import EngineUnavailable, ImageMissing, Sandbox, SandboxConfig, SandboxError
+from sandbox.base import (
+    EngineUnavailable,
+    ExportCap,
+    ExportTooLarge,
+    ImageMissing,
+    Sandbox,
+    SandboxConfig,
+    SandboxError,
+)
 
 CLONE_DEPTH = 50
 _FIXES = re.compile(r"\b(?:fix(?:e[sd])?|close[sd]?|resolve[sd]?)\s+#(\d+)\b", re.IGNORECASE)
@@ -206,15 +215,46 @@ class TimedModel:
 def take_change(
     sandbox: Sandbox, checkout: Path, dest: Path, *, max_bytes: int, exclude: str = "", caps: ChangeCaps | None = None
 ) -> Change:
-    """The agent's change: the tree taken out as files (capped), diffed against the clone by the worker's git."""
-    with sandbox_errors():
-        sandbox.export_tree(dest, max_bytes=max_bytes)
+    """The agent's change: the tree taken out as files (capped by bytes, and by entries as it goes when `caps` are
+    given: `export_cap`), diffed against the clone by the worker's git."""
+    try:
+        with sandbox_errors():
+            sandbox.export_tree(dest, max_bytes=export_cap(checkout, max_bytes, caps, exclude))
+    except RunFailed as exc:
+        if isinstance(exc.__cause__, ExportTooLarge):
+            raise RunFailed(Outcome.LIMITS, str(exc.__cause__)) from exc.__cause__
+        raise
     try:
         return compute_change(checkout, dest, exclude=exclude, caps=caps)
     except ChangeTooLarge as exc:
         raise RunFailed(Outcome.LIMITS, str(exc)) from exc
     except gitops.GitError as exc:
         raise RunFailed(Outcome.SANDBOX_FAILED, f"the change could not be read: {exc}") from exc
+
+
+EXPORT_SLACK = 10_000  # entries beyond twice the checkout's and the caps': build output git ignores, caches
+
+
+def export_cap(checkout: Path, max_bytes: int, caps: ChangeCaps | None, exclude: str = "") -> int:
+    """The export's caps: `max_bytes`, and with `caps` an ExportCap of twice the checkout's tracked files and
+    directories (a compiled file and a cache directory each, say) plus twice MINIFIX_MAX_CHANGED_FILES (a new file
+    in a new directory each) plus EXPORT_SLACK; what setup left untracked (`exclude`) is read past. A tree past it
+    could not be a change within the caps, and stopping as it goes spares the worker's disk and time."""
+    if caps is None:
+        return max_bytes
+    listing = gitops.git_bytes(["ls-files", "-z"], cwd=checkout, what="git ls-files", timeout=120)
+    files = [p for p in listing.split(b"\0") if p]
+    dirs = {parent for p in files for parent in _parents(p)}
+    entries = 2 * (len(files) + len(dirs)) + 2 * caps.files + EXPORT_SLACK
+    # The listing is the sandbox's word: a path that is, or holds, a tracked file is never read past.
+    tracked = {os.fsdecode(p) for p in (*files, *dirs)}
+    skip = tuple(p for p in excluded_paths(exclude) if p.rstrip("/") and p.rstrip("/") not in tracked)
+    return ExportCap(max_bytes, entries=entries, skip=skip)
+
+
+def _parents(path: bytes) -> list[bytes]:
+    parts = path.split(b"/")[:-1]
+    return [b"/".join(parts[: i + 1]) for i in range(len(parts))]
 
 
 def require_submission(result: AgentResult) -> None:

@@ -35,12 +35,14 @@ def dropped_tests(
     paths: Sequence[str],
     test_paths: Sequence[str],
     cancel: threading.Event | None = None,
+    *,
+    base: str = "HEAD",
 ) -> DroppedTests:
-    """The tests of the base commit's test files among `paths` gone or emptied in `after`; once `cancel` is set,
-    the files not yet read are listed as ones the App cannot tell about."""
+    """The tests of the base commit's (`base` in the checkout's objects) test files among `paths` gone or emptied
+    in `after`; once `cancel` is set, the files not yet read are listed as ones the App cannot tell about."""
     found = DroppedTests()
     tests = [p for p in paths if reproduce.matches(p, test_paths) or test_scanners.holds_tests(p)]
-    existing = _at_base(checkout, tests)
+    existing = _at_base(checkout, tests, base)
     now = {p: _tests_after(after, p, cancel) for p in tests if test_scanners.language_of(p)}
     everywhere = _bodies_by_name(now)  # a test moved to another of the change's test files, unchanged, is kept
     for path, (blob, size) in sorted(existing.items()):
@@ -99,12 +101,12 @@ def defined_tests(source: bytes) -> set[str] | None:
     return None if tests is None else set(tests)
 
 
-def _at_base(checkout: Path, paths: list[str]) -> dict[str, tuple[str, int]]:
-    """The regular files among `paths` in the base commit (HEAD), each with its blob id and size, from git."""
+def _at_base(checkout: Path, paths: list[str], base: str = "HEAD") -> dict[str, tuple[str, int]]:
+    """The regular files among `paths` in the base commit, each with its blob id and size, from git."""
     if not paths:
         return {}
     listing = gitops.git_bytes(
-        ["ls-tree", "-l", "-z", "--full-tree", "HEAD", "--", *paths],
+        ["ls-tree", "-l", "-z", "--full-tree", "--end-of-options", base, "--", *paths],
         cwd=checkout,
         env={"GIT_LITERAL_PATHSPECS": "1"},
         what="git ls-tree",
@@ -119,7 +121,7 @@ def _at_base(checkout: Path, paths: list[str]) -> dict[str, tuple[str, int]]:
 
 
 def _blob(checkout: Path, blob: str) -> bytes:
-    return gitops.git_bytes(["cat-file", "blob", blob], cwd=checkout, what="git cat-file")
+    return gitops.git_bytes(["cat-file", "blob", "--end-of-options", blob], cwd=checkout, what="git cat-file")
 
 
 def _tests_after(tree: Path, path: str, cancel: threading.Event | None) -> TestMap | None:

@@ -225,30 +225,40 @@ def origin_url(repo: Path) -> str:
 
 def head(repo: Path, rev: str = "HEAD") -> str:
     """The commit `rev` names in the checkout."""
-    return _git(["rev-parse", "--verify", f"{rev}^{{commit}}"], cwd=repo, what="git rev-parse").strip()
+    return _git(
+        ["rev-parse", "--verify", "--end-of-options", f"{rev}^{{commit}}"], cwd=repo, what="git rev-parse"
+    ).strip()
 
 
 def log_subjects(repo: Path, base: str, *, limit: int) -> list[str]:
     """Subjects of the commits on HEAD that `base` does not have, newest first."""
-    out = _git(["log", "--no-show-signature", f"--max-count={limit}", "--format=%s", f"{base}..HEAD"], cwd=repo,
-               what="git log")  # fmt: skip
+    args = ["log", "--no-show-signature", f"--max-count={limit}", "--format=%s", "--end-of-options", f"{base}..HEAD"]
+    out = _git(args, cwd=repo, what="git log")
     return out.splitlines()
 
 
 def diff_stat(repo: Path, base: str) -> str:
     """`git diff --stat` from `base`'s merge base with HEAD (from `base` itself when a shallow clone lacks it)."""
     try:
-        return _git(["diff", "--no-ext-diff", "--stat", f"{base}...HEAD"], cwd=repo, what="git diff")
+        return _git(
+            ["diff", "--no-ext-diff", "--stat", "--end-of-options", f"{base}...HEAD"], cwd=repo, what="git diff"
+        )
     except GitError:
-        return _git(["diff", "--no-ext-diff", "--stat", base, "HEAD"], cwd=repo, what="git diff")
+        return _git(["diff", "--no-ext-diff", "--stat", "--end-of-options", base, "HEAD"], cwd=repo, what="git diff")
 
 
 def replay_onto(repo: Path, identity: BotIdentity, base: str) -> bool:
     """Move HEAD's one commit onto `base` when it applies cleanly (True); else leave HEAD as it was (False)."""
     commit_sha = head(repo)
+    base = head(repo, base)  # an object name: `checkout --detach` takes no --end-of-options
     _git(["checkout", "--quiet", "--detach", base], cwd=repo, what="git checkout")
     try:
-        _git(["cherry-pick", "--allow-empty", commit_sha], cwd=repo, env=_who(identity), what="git cherry-pick")
+        _git(
+            ["cherry-pick", "--allow-empty", "--end-of-options", commit_sha],
+            cwd=repo,
+            env=_who(identity),
+            what="git cherry-pick",
+        )
         return True
     except GitError:
         _git(["cherry-pick", "--abort"], cwd=repo, what="git cherry-pick --abort")
@@ -294,7 +304,7 @@ REGULAR_MODES = (b"100644", b"100755")
 def read_blob(repo: Path, path: str, *, max_bytes: int, rev: str = "HEAD") -> bytes | None:
     """A regular file's bytes from git's objects at `rev` (never the working tree); None when it is absent, not
     a regular file (a symlink, a gitlink, a directory) or larger than `max_bytes`."""
-    listing = git_bytes(["ls-tree", "-z", "--long", rev, "--", path], cwd=repo, what="git ls-tree")
+    listing = git_bytes(["ls-tree", "-z", "--long", "--end-of-options", rev, "--", path], cwd=repo, what="git ls-tree")
     entry = listing.split(b"\0", 1)[0]
     meta, _, name = entry.partition(b"\t")
     fields = meta.split()
@@ -302,7 +312,7 @@ def read_blob(repo: Path, path: str, *, max_bytes: int, rev: str = "HEAD") -> by
         return None
     if not fields[3].isdigit() or int(fields[3]) > max_bytes:
         return None
-    return git_bytes(["cat-file", "blob", fields[2].decode()], cwd=repo, what="git cat-file")
+    return git_bytes(["cat-file", "blob", "--end-of-options", fields[2].decode()], cwd=repo, what="git cat-file")
 
 
 def tracked_files(repo: Path) -> list[str]:

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from bot.agent.loop import AgentResult
-from bot.github.gateway import GitHubGateway, Issue, PullRequest
+from bot.github.gateway import GitHubGateway, Issue, PullRequest, can_write
 from bot.jobs import JobKind, Outcome, RunInfo
 from bot.pipeline.attempts.execute import git_failure
 from bot.pipeline.errors import RunFailed
@@ -113,10 +113,25 @@ def closes(body: str, number: int, repo: str) -> bool:
 
 def duplicate_pr(gh: GitHubGateway, *, number: int, repo: str, branch: str) -> PullRequest | None:
     """Another open PR (a person's or from another branch) that already fixes the issue, when the issue's own
-    branch has no open PR to update; None otherwise."""
+    branch has no open PR to update; None otherwise.
+
+    Only a PR whose head branch is in the repository itself or whose author can write to it counts: anyone can
+    open a fork PR that says `Fixes #N`, and such a PR must not stop the App from publishing."""
     if gh.find_open_pr(branch) is not None:
         return None
-    return next((pr for pr in gh.list_open_prs() if pr.head != branch and closes(pr.body, number, repo)), None)
+    roles: dict[str, str] = {}
+
+    def trusted(pr: PullRequest) -> bool:
+        if pr.head_repo and pr.head_repo.lower() == repo.lower():
+            return True  # only a writer can push a branch to the repository itself
+        if not pr.author:
+            return False
+        if pr.author not in roles:
+            roles[pr.author] = gh.permission(pr.author)
+        return can_write(roles[pr.author])
+
+    others = (pr for pr in gh.list_open_prs() if pr.head != branch and closes(pr.body, number, repo))
+    return next((pr for pr in others if trusted(pr)), None)
 
 
 WIP_PREFIX = "[WIP] "
