@@ -97,9 +97,8 @@ def judge_file(before: TestMap, after: TestMap, everywhere: dict[str, set[str]])
         body = before[name]
         if body.parent and body.parent in gone:
             continue
-        if body.kind == pyscan.UNKNOWN:
-            unsure.append(name)
-        elif body.kind == pyscan.CASE and _cases(after, body.parent) >= _cases(before, body.parent):
+        edited = body.kind == pyscan.CASE and _cases(after, body.parent) >= _cases(before, body.parent)
+        if body.kind == pyscan.UNKNOWN or edited:
             unsure.append(name)
         else:
             certain.append(name)

@@ -88,7 +88,8 @@ def cases(fn, test, module, out):
                 given = next((k.value for k in entry.keywords if k.arg == "id"), given)
             if isinstance(given, ast.Constant) and isinstance(given.value, str):
                 name, kind = given.value, "test"
-            out[test + "[" + (name if name is not None else shown(entry)) + "]"] = [digest(entry), False, False, kind, test]
+            label = name if name is not None else shown(entry)
+            out[test + "[" + label + "]"] = [digest(entry), False, False, kind, test]
 
 def names(stmts, prefix, out, module):
     for node in stmts:

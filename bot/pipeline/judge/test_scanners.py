@@ -438,8 +438,8 @@ def js_each_cases(text: str, code: Code, at: int) -> TestMap:
         call = code.groups[at]
         end = call.end
         if _token(tokens, at + 1) == "[" and (table := code.groups.get(at + 1)) is not None:
-            digests = [_range_digest(code, a, b) for a, b in _elements(code, table)]
-            rows = [(_snippet(text, code, a, b, d), d) for (a, b), d in zip(_elements(code, table), digests)]
+            spans = [(a, b, _range_digest(code, a, b)) for a, b in _elements(code, table)]
+            rows = [(_snippet(text, code, a, b, d), d) for a, b, d in spans]
     elif tokens[at].startswith("`"):
         end = at
         while end < min(len(tokens), at + TABLE_TOKENS) and not (
