@@ -122,9 +122,9 @@ def _behind(c: Candidate, chosen: Candidate, tested: bool, total: int) -> str:
     if only_tests(c) and not only_tests(chosen):
         return f"it changes only test files, so it fixes nothing; attempt {chosen.index} changes the code"
     if dropping(c) != dropping(chosen):
-        theirs = "drops none" if dropping(chosen) == 0 else "drops none the App can name"
-        mine = dropped_text(c) if c.drops_tests else cannot_tell_text(c)
-        return f"{'it ' if c.drops_tests else ''}{mine}; attempt {chosen.index} {theirs}"
+        other = "drops none" if dropping(chosen) == 0 else "drops none the App can name"
+        what = "it " + dropped_text(c) if c.drops_tests else cannot_tell_text(c)
+        return f"{what}; attempt {chosen.index} {other}"
     mine, theirs = reproductions_passed(c), reproductions_passed(chosen)
     if mine != theirs:
         return f"it passes {mine} of {total} valid reproduction tests, attempt {chosen.index} passes {theirs}"
