@@ -227,8 +227,8 @@ def test_an_attempt_that_drops_existing_tests_loses_to_one_that_keeps_them(calc:
 LEXER = (
     "use xmlparser::Token;\n\nmacro_rules! test {\n    ($name:ident, $text:expr) => {\n        #[test]\n"
     "        fn $name() {\n            assert!(xmlparser::Tokenizer::from($text).next().is_some());\n        }\n"
-    "    };\n}\n\ntest!(dtd_01, \"<!DOCTYPE a>\");\ntest!(dtd_03, \"<!DOCTYPE c []>\");\n"
-    "tests! { \"<!DOCTYPE d>\", \"<!DOCTYPE e>\" }\n"
+    '    };\n}\n\ntest!(dtd_01, "<!DOCTYPE a>");\ntest!(dtd_03, "<!DOCTYPE c []>");\n'
+    'tests! { "<!DOCTYPE d>", "<!DOCTYPE e>" }\n'
 )
 FIX_AND_TEST = [bash("sed -i 's/a - b/a + b/' calc.py"), write("tests/test_add.py", ADD_TEST)]
 # The same fix and reproduction each time: one deletes a named macro test (10 lines), one an invocation of a shape

@@ -154,7 +154,9 @@ def test_a_macro_test_in_a_cfg_test_module_is_dropped_and_macros_elsewhere_are_n
     assert found.tests == ["src/lib.rs::adds_negative"] and found.uncertain == []
     # outside `#[cfg(test)]` and outside tests/, a macro invocation declares nothing the App checks
     outside = LIB.replace("#[cfg(test)]\nmod tests {", "mod helpers {")
-    assert clean(check(tmp_path, "src/lib.rs", outside, outside.replace("    check!(adds_negative, -1, -2, -3);\n", "")))
+    assert clean(
+        check(tmp_path, "src/lib.rs", outside, outside.replace("    check!(adds_negative, -1, -2, -3);\n", ""))
+    )
 
 
 # --- Go: table-driven tests and subtests -----------------------------------------------------------------------
@@ -257,13 +259,13 @@ def test_go_positional_rows_removed_are_dropped_edited_cannot_be_told(tmp_path: 
     found = check(tmp_path, path, FLAGS, FLAGS.replace('{"a", 1}', '{"a", 0}'))
     assert found.tests == [] and found.uncertain == [f'{path}::TestSplit[{{"a", 1}}]']
     computed = 'TestSplit/(fmt.Sprintf("empty-%d", i), func(t *testing.T) {})'
-    found = check(tmp_path, path, FLAGS, FLAGS.replace('fmt.Sprintf("empty-%d", i)', 'fmt.Sprint(i)'))
+    found = check(tmp_path, path, FLAGS, FLAGS.replace('fmt.Sprintf("empty-%d", i)', "fmt.Sprint(i)"))
     assert found.tests == [] and found.uncertain == [f"{path}::{computed}"]
 
 
 # --- Python: pytest parametrize ---------------------------------------------------------------------------------
 
-SEMVER = '''import pytest
+SEMVER = """import pytest
 
 from semver import Version, compare
 
@@ -293,7 +295,7 @@ def test_should_parse(version):
 @pytest.mark.parametrize("version", [f"1.{n}.0" for n in range(3)])
 def test_should_parse_generated(version):
     assert Version.parse(version)
-'''
+"""
 
 
 def test_removed_parametrize_cases_are_dropped_with_their_test_or_id(tmp_path: Path) -> None:
@@ -311,7 +313,9 @@ def test_removed_parametrize_cases_are_dropped_with_their_test_or_id(tmp_path: P
 
 def test_parametrize_cases_added_keep_everything_and_an_edited_one_cannot_be_told(tmp_path: Path) -> None:
     path = "tests/test_compare.py"
-    added = SEMVER.replace('        ("2.0.0", "1.0.0", 1),\n', '        ("2.0.0", "1.0.0", 1),\n        ("1.0.0", "1.0.1", -1),\n')
+    added = SEMVER.replace(
+        '        ("2.0.0", "1.0.0", 1),\n', '        ("2.0.0", "1.0.0", 1),\n        ("1.0.0", "1.0.1", -1),\n'
+    )
     added += "\n\ndef test_issue_123():\n    assert compare('1.0.0-rc.1', '1.0.0') == -1\n"
     assert clean(check(tmp_path, path, SEMVER, added))
     found = check(tmp_path, path, SEMVER, SEMVER.replace('("2.0.0", "1.0.0", 1)', '("2.0.0", "1.0.0", 0)'))
