@@ -58,7 +58,6 @@ _JS_SUFFIXES = (".js", ".mjs", ".cjs", ".jsx", ".ts", ".mts", ".cts", ".tsx")
 _JS_EMPTY = re.compile(r"(?:\{…?\} )?(?:(?:async )?(?:function (?:w )?\(…?\)|\(…?\) =>|w =>) \{\} ?(?:w)?)?")
 
 _WORD = re.compile(r"[^\W\d]\w{0,200}")
-TABLE_TOKENS = 20_000  # a `.each` template table longer than this is not read
 SNIPPET = 60  # characters of source that name a case or a declaration the scanners cannot name otherwise
 # Item-level Rust macros that declare no test, and what may follow a test macro's name (`t!(a, …)`, `t!(a: …)`).
 _RUST_NOT_TESTS = re.compile(
@@ -407,6 +406,8 @@ def js_tests(text: str) -> TestMap | None:
     if code is None:
         return None
     tests: TestMap = {}
+    templates: dict[int, int] | None = None  # each template literal's first token -> its last
+    covered = -1  # the last token of the `.each` template tables read so far
     for offset, line in _lines(text):
         for m in _JS.finditer(line):
             name = next(g for g in m.groups()[1:] if g is not None)
@@ -423,12 +424,15 @@ def js_tests(text: str) -> TestMap | None:
                 tests[name] = TestBody(group.digest, False, False, UNKNOWN)
         for m in _JS_EACH.finditer(line):
             at = code.token_at(offset + m.start(1))
-            if at is not None:
-                tests.update(js_each_cases(text, code, at))
+            if at is None or at <= covered:  # a table inside another's template is read as part of it
+                continue
+            templates = _template_ends(code.tokens) if templates is None else templates
+            tests.update(js_each_cases(text, code, at, templates))
+            covered = templates.get(at, covered) if code.tokens[at].startswith("`") else covered
     return tests
 
 
-def js_each_cases(text: str, code: Code, at: int) -> TestMap:
+def js_each_cases(text: str, code: Code, at: int, templates: dict[int, int]) -> TestMap:
     """The rows of a `test.each` / `it.each` / `describe.each` table whose `(` or template starts at token `at`,
     each a case of its title (`title[row]`, named by the row's source): the entries of an array literal, or the
     lines after a template table's header; a table of another shape (a variable) is one declaration of unknown
@@ -441,13 +445,9 @@ def js_each_cases(text: str, code: Code, at: int) -> TestMap:
             spans = [(a, b, _range_digest(code, a, b)) for a, b in _elements(code, table)]
             rows = [(_snippet(text, code, a, b, d), d) for a, b, d in spans]
     elif tokens[at].startswith("`"):
-        end = at
-        while end < min(len(tokens), at + TABLE_TOKENS) and not (
-            tokens[end].endswith("`") and (end > at or len(tokens[end]) > 1) and tokens[end][:1] in ("`", "}")
-        ):
-            end += 1
-        if end == at + TABLE_TOKENS:
-            return {}  # a table this long is not read
+        if at not in templates:
+            return {}  # a template that never ends holds no table
+        end = templates[at]
         stop = code.offsets[end] + len(tokens[end]) if end < len(tokens) else len(text)
         lines = [" ".join(line.split()) for line in text[code.offsets[at] + 1 : stop - 1].splitlines()]
         lines = [line for line in lines if line]
@@ -462,6 +462,21 @@ def js_each_cases(text: str, code: Code, at: int) -> TestMap:
         name = f"{parent}[{_snippet(text, code, at + 1, call.end - 1, call.digest)}]"
         return {name: TestBody(call.digest, False, False, UNKNOWN)}
     return {f"{parent}[{row}]": TestBody(digest, False, False, CASE, parent) for row, digest in rows}
+
+
+def _template_ends(tokens: list[str]) -> dict[int, int]:
+    """Each template literal's first token and its last (the one ending in a backquote), paired in one pass: a
+    template's `${…}` may hold another."""
+    ends, open_at = {}, []
+    for i, token in enumerate(tokens):
+        if token.startswith("`"):
+            if token.endswith("${"):
+                open_at.append(i)
+            elif len(token) > 1 and token.endswith("`"):
+                ends[i] = i
+        elif token.startswith("}") and token.endswith("`") and open_at:
+            ends[open_at.pop()] = i
+    return ends
 
 
 def _elements(code: Code, group: Group) -> list[tuple[int, int]]:
