@@ -378,3 +378,16 @@ def test_each_rows_added_keep_everything_edited_or_computed_names_cannot_be_told
     found = check(tmp_path, path, BIG, BIG.replace(".toBe(true)", ".toBeDefined()"))
     assert found.tests == [] and len(found.uncertain) == 1
     assert found.uncertain[0].startswith(f"{path}::it(`commutes for ${{a}} and ${{b}}`")
+
+
+def test_an_existing_python_test_extended_in_place_is_kept_and_one_left_without_assertions_is_dropped(
+    tmp_path: Path,
+) -> None:
+    path = "tests/test_compare.py"
+    extended = SEMVER.replace(
+        "    assert compare(left, right) == expected\n",
+        "    assert compare(left, right) == expected\n    assert compare(right, left) == -expected\n",
+    )
+    assert clean(check(tmp_path, path, SEMVER, extended))
+    weakened = SEMVER.replace("    assert compare(left, right) == expected\n", "    compare(left, right)\n")
+    assert check(tmp_path, path, SEMVER, weakened).tests == [f"{path}::test_should_compare"]
