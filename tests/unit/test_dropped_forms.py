@@ -159,6 +159,47 @@ def test_a_macro_test_in_a_cfg_test_module_is_dropped_and_macros_elsewhere_are_n
     )
 
 
+CASES = """use rstest::rstest;
+use test_case::test_case;
+
+#[rstest]
+#[case(0, 0)]
+#[case::one(1, 1)]
+#[case(10, 55)]
+fn fibonacci_test(#[case] input: u32, #[case] expected: u32) {
+    assert_eq!(expected, fibonacci(input))
+}
+
+#[test_case(-2, -4 ; "when both operands are negative")]
+#[test_case(4,  2)]
+fn multiplication_tests(x: i8, y: i8) {
+    assert_eq!(8, (x * y).abs())
+}
+"""
+
+
+def test_rstest_and_test_case_cases_are_dropped_when_removed_and_a_doubt_when_edited(tmp_path: Path) -> None:
+    path = "tests/fib.rs"
+    removed = CASES.replace("#[case::one(1, 1)]\n", "").replace("#[case(10, 55)]\n", "")
+    removed = removed.replace('#[test_case(-2, -4 ; "when both operands are negative")]\n', "")
+    found = check(tmp_path, path, CASES, removed)
+    assert found.tests == [
+        f"{path}::fibonacci_test[10, 55]",
+        f"{path}::fibonacci_test[one]",
+        f"{path}::multiplication_tests[when both operands are negative]",
+    ]
+    found = check(tmp_path, path, CASES, CASES.replace("#[test_case(4,  2)]", "#[test_case(4, 3)]"))
+    assert found.tests == [] and found.uncertain == [f"{path}::multiplication_tests[4, 2]"]
+    added = CASES.replace("#[case(0, 0)]\n", "#[case(0, 0)]\n#[case(2, 1)]\n")
+    assert clean(check(tmp_path, path, CASES, added))
+
+
+def test_a_helper_after_a_test_making_macro_is_not_taken_for_a_test(tmp_path: Path) -> None:
+    helper = "\nfn to_test_token(t: u8) -> u8 {\n    t\n}\n"
+    found = check(tmp_path, "tests/integration/main.rs", MAIN + helper, MAIN)
+    assert clean(found)
+
+
 # --- Go: table-driven tests and subtests -----------------------------------------------------------------------
 
 FLAGS = """package pflag

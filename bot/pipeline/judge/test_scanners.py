@@ -37,7 +37,9 @@ MAX_LINE = 4096  # a longer line is not scanned for names (minified code holds n
 HEADER_TOKENS = 64  # how far after a test's name its body may begin (`-> Result<(), Box<dyn Error>> {`)
 
 _GO = re.compile(r"^func\s+(Test\w{0,200})\s*\(")
-_RUST_ATTR = re.compile(r"^\s*#\[(?:\w{1,40}::){0,3}test\b")
+_RUST_ATTR = re.compile(r"^\s*#\[(?:\w{1,40}::){0,3}(?:test|rstest|test_case)\b")
+_RUST_MACRO_FN = re.compile(r"\bfn\s+\$")  # `fn $name` in a `macro_rules!`: the attribute was not one of a function
+_RUST_QUALIFIERS = {"pub", "async", "unsafe", "const", "extern", "default"}
 # the rest of an attribute (`#[test] fn x`, `#[tokio::test(flavor = "…")] async fn y`) may come first
 _RUST_FN = re.compile(
     r"^(?:[^\n]{0,300}?\]\s*)?\s*(?:pub(?:\([\w:]{0,40}\))?\s+)?(?:async\s+)?(?:unsafe\s+)?fn\s+(\w{1,200})"
@@ -293,10 +295,14 @@ def go_subtests(text: str, code: Code, bodies: list[tuple[int, int, str]]) -> Te
 
 
 def _after_attribute(
-    text: str, attribute: re.Pattern[str], name: Callable[[str], re.Match[str] | None]
+    text: str,
+    attribute: re.Pattern[str],
+    name: Callable[[str], re.Match[str] | None],
+    stop: re.Pattern[str] | None = None,
 ) -> list[tuple[str, int, str]]:
     """The functions that follow an attribute line (other attributes and blank lines may come between), each with
-    the offset where its name begins and the text from its first attribute up to its name."""
+    the offset where its name begins and the text from its first attribute up to its name; a line that matches
+    `stop` first ends the wait."""
     found, header, pending = [], "", False
     for offset, line in _lines(text):
         start = 0
@@ -306,6 +312,8 @@ def _after_attribute(
             continue
         if (m := name(line[start:])) is not None:
             found.append((m.group(1), offset + start + m.start(1), header + line[start : start + m.start()]))
+            pending = False
+        elif stop is not None and stop.search(line, start):
             pending = False
         elif not marked:
             header += line
@@ -318,22 +326,55 @@ def rust_tests(text: str, test_file: bool = False) -> TestMap | None:
     """Functions marked `#[test]` (or `#[tokio::test]` and the like), and tests written as macro invocations
     (`rust_macro_tests`) in a test file (`test_file`: under `tests/`) or a `#[cfg(test)]` module."""
     code = code_blocks.parse(text, "rust", _rust_asserts)
-    tests = _scan_blocks(text, "rust", _after_attribute(text, _RUST_ATTR, _RUST_FN.match), code)
+    functions = _after_attribute(text, _RUST_ATTR, _RUST_FN.match, _RUST_MACRO_FN)
+    tests = _scan_blocks(text, "rust", functions, code)
     if tests is None or code is None:
         return None
-    for name, body in rust_macro_tests(text, code, test_file).items():
+    parents, openers = _parents(code)
+    for name, body in rust_attribute_cases(text, code, openers, functions).items():
+        tests.setdefault(name, body)
+    for name, body in rust_macro_tests(text, code, test_file, parents, openers).items():
         tests.setdefault(name, body)
     return tests
 
 
-def rust_macro_tests(text: str, code: Code, test_file: bool) -> TestMap:
+def rust_attribute_cases(
+    text: str, code: Code, openers: dict[int, int], functions: list[tuple[str, int, str]]
+) -> TestMap:
+    """The cases of test functions made by attributes: rstest's `#[case(…)]` and the test_case crate's
+    `#[test_case(…)]`, as `fn[name]` when named (`#[case::name(…)]`, `#[test_case(… ; "name")]`), else as cases
+    named by their arguments' source."""
+    tokens, found = code.tokens, {}
+    for function, offset, _ in functions:
+        i = code.token_at(offset)
+        k = -1 if i is None else i - 2  # before `fn`
+        while _token(tokens, k) in _RUST_QUALIFIERS or _token(tokens, k)[:1] == '"' or _token(tokens, k) == ")":
+            k = openers.get(k, k) - 1
+        while _token(tokens, k) == "]" and (opener := openers.get(k)) is not None and _token(tokens, opener - 1) == "#":
+            kind, at = tokens[opener + 1], opener + 2
+            named = kind == "case" and _token(tokens, at) == "::" and _WORD.fullmatch(_token(tokens, at + 1))
+            at += 2 if named else 0
+            args = code.groups.get(at) if kind in ("case", "test_case") and _token(tokens, at) == "(" else None
+            if args is not None:
+                label = tokens[at - 1] if named else ""
+                if kind == "test_case" and _token(tokens, args.end - 2) == ";":
+                    label = _unquote(tokens[args.end - 1]) if tokens[args.end - 1][:1] == '"' else ""
+                if label:
+                    found[f"{function}[{label}]"] = TestBody(args.digest, False, False, parent=function)
+                elif args.end > at + 1:
+                    row = _snippet(text, code, at + 1, args.end - 1, args.digest)
+                    found[f"{function}[{row}]"] = TestBody(args.digest, False, False, CASE, function)
+            k = opener - 2
+    return found
+
+
+def rust_macro_tests(text: str, code: Code, test_file: bool, parents: list[int], openers: dict[int, int]) -> TestMap:
     """Macro invocations at item level (not inside a function) of a test file or a `#[cfg(test)]` module: one
     whose first argument is an identifier (`test!(dtd_03, …)`, `case!(name: …)`) is a test by that name, any
     other (`tests! { … }`, `check!("…")`) a declaration of unknown shape named by its source, as is a
     `macro_rules!` there whose body declares tests (`#[test]`): the macro every such test is made from. Common
     macros that declare no test (`lazy_static!`, `assert!`, `include!` …) are left out."""
     tokens, found = code.tokens, {}
-    parents, openers = _parents(code)
     memo: dict[int, bool | None] = {}
     for i, token in enumerate(tokens):
         if _token(tokens, i + 1) != "!" or not _WORD.fullmatch(token) or _token(tokens, i - 1) in (".", "!"):
