@@ -16,6 +16,16 @@ empty block; in JavaScript, no callback or an empty one), and asserts when it ho
 - JavaScript: any `assert…` name, `expect(`, `.should`, `throw`, or a call on the test's `t` (`t.equal(…)`) other
   than its bookkeeping (`t.test`, `t.end`, `t.plan`, …).
 
+Tests declared otherwise count too, each with its test as `parent` (`pyscan.TestBody.kind` says how sure the name
+is): Go `t.Run("literal", …)` subtests and the entries of a table a test runs by a field (`{name: "x", …}`, or map
+entries `"x": {…}` run by key), as `TestX/x`, its positional rows (`{"a", 1}`) as cases named by their source;
+Rust rstest `#[case(…)]` and `#[test_case(…)]` cases, and tests written as macro invocations at item level of a
+test file or a `#[cfg(test)]` module (`test!(dtd_03, …)`: the first argument names the test); JavaScript
+`it.each`/`test.each`/`describe.each` rows (an array literal's entries, a template table's lines) as
+`title[row]`. A declaration the scanners cannot name (a Rust macro of another shape, a test-making
+`macro_rules!`, a `t.Run` or `test()` whose name is computed, a `.each` over a variable) is kept, by its source, as
+one of unknown shape: gone or changed, the App cannot tell.
+
 Files over `MAX_BYTES` are not read (the App cannot tell); time is linear in the file's size. The files are
 untrusted repository content: only read.
 """
