@@ -298,7 +298,7 @@ def go_subtests(text: str, code: Code, bodies: list[tuple[int, int, str]]) -> Te
             parent = test[2] if test is not None else shared(j, "")
         if entry:
             found[f"{parent}/{entry}"] = TestBody(group.digest, False, False, parent=parent)
-        elif test is not None and before in ("{", ",") and parents[j] >= 0 and parents[parents[j]] == test[0]:
+        elif test is not None and fields - {""} and before in ("{", ",") and parents[parents[j]] == test[0]:
             row = f"{test[2]}[{_snippet(text, code, j, group.end, group.digest)}]"
             found.setdefault(row, TestBody(group.digest, False, False, CASE, test[2]))
     return found
