@@ -158,8 +158,22 @@ def test_hostile_js_regex_starts_are_bounded() -> None:
             "TestA/a",
         ),
         ("a_test.go", b"func TestA(t *testing.T) {\n t.Run(tc.in, f)\n" + b"{" * (TOKENS - 100), "TestA"),
+        # JUnit methods with no bodies between them: each one's annotations are looked for a bounded way back
+        (
+            "src/test/java/ATest.java",
+            b"class A {\n" + b"@Test void a() @ValueSource(ints = {1})\n" * (TOKENS // 16),
+            "a[1]",
+        ),
     ],
-    ids=["rust-deep-modules", "rust-cfg-test-modules", "js-open-templates", "js-nested-tables", "go-tables", "go-deep"],
+    ids=[
+        "rust-deep-modules",
+        "rust-cfg-test-modules",
+        "js-open-templates",
+        "js-nested-tables",
+        "go-tables",
+        "go-deep",
+        "java-no-bodies",
+    ],
 )
 def test_hostile_files_of_every_declaration_form_are_read_in_linear_time(path: str, source: bytes, some: str) -> None:
     found = test_scanners.scan(path, source)  # returns: each token is visited a bounded number of times

@@ -432,3 +432,49 @@ def test_an_existing_python_test_extended_in_place_is_kept_and_one_left_without_
     assert clean(check(tmp_path, path, SEMVER, extended))
     weakened = SEMVER.replace("    assert compare(left, right) == expected\n", "    compare(left, right)\n")
     assert check(tmp_path, path, SEMVER, weakened).tests == [f"{path}::test_should_compare"]
+
+
+# --- Java: JUnit 5 parameterized tests --------------------------------------------------------------------------
+
+JUNIT = """package calc;
+
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.CsvSource;
+import org.junit.jupiter.params.provider.MethodSource;
+import org.junit.jupiter.params.provider.ValueSource;
+
+class CalcTest {
+    @ParameterizedTest
+    @ValueSource(ints = {1, 3, 5, -3})
+    void odd(int n) {
+        assertTrue(Calc.isOdd(n));
+    }
+
+    @ParameterizedTest(name = "{0} + {1} = {2}")
+    @CsvSource({
+        "1, 1, 2",
+        "2, 3, 5",
+    })
+    void sums(int a, int b, int sum) {
+        assertEquals(sum, Calc.add(a, b));
+    }
+
+    @ParameterizedTest
+    @MethodSource("pairs")
+    void commutes(int a, int b) {
+        assertEquals(Calc.add(a, b), Calc.add(b, a));
+    }
+}
+"""
+
+
+def test_junit_value_and_csv_source_cases_are_dropped_edited_or_elsewhere_cannot_be_told(tmp_path: Path) -> None:
+    path = "src/test/java/calc/CalcTest.java"
+    found = check(tmp_path, path, JUNIT, JUNIT.replace("{1, 3, 5, -3}", "{1, 3, 5}").replace('"2, 3, 5",\n', ""))
+    assert found.tests == [f"{path}::odd[-3]", f'{path}::sums["2, 3, 5"]'] and found.uncertain == []
+    found = check(tmp_path, path, JUNIT, JUNIT.replace('"2, 3, 5"', '"2, 3, 6"').replace('"pairs"', '"some"'))
+    assert found.tests == [] and found.uncertain == [
+        f'{path}::commutes[@MethodSource("pairs")]',
+        f'{path}::sums["2, 3, 5"]',
+    ]
+    assert clean(check(tmp_path, path, JUNIT, JUNIT.replace("{1, 3, 5, -3}", "{1, 3, 5, -3, 7}")))

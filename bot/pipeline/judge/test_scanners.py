@@ -22,9 +22,10 @@ entries `"x": {…}` run by key), as `TestX/x`, its positional rows (`{"a", 1}`)
 Rust rstest `#[case(…)]` and `#[test_case(…)]` cases, and tests written as macro invocations at item level of a
 test file or a `#[cfg(test)]` module (`test!(dtd_03, …)`: the first argument names the test); JavaScript
 `it.each`/`test.each`/`describe.each` rows (an array literal's entries, a template table's lines) as
-`title[row]`. A declaration the scanners cannot name (a Rust macro of another shape, a test-making
-`macro_rules!`, a `t.Run` or `test()` whose name is computed, a `.each` over a variable) is kept, by its source, as
-one of unknown shape: gone or changed, the App cannot tell.
+`title[row]`; JUnit `@ValueSource`/`@CsvSource` values as `method[value]`. A declaration the scanners cannot
+name (a Rust macro of another shape, a test-making `macro_rules!`, a `t.Run` or `test()` whose name is computed,
+a `.each` over a variable, a `@MethodSource`) is kept, by its source, as one of unknown shape: gone or changed,
+the App cannot tell.
 
 Files over `MAX_BYTES` are not read (the App cannot tell); time is linear in the file's size. The files are
 untrusted repository content: only read.
@@ -446,8 +447,50 @@ def _cfg_test_before(tokens: list[str], openers: dict[int, int], mod: int) -> bo
 
 
 def java_tests(text: str) -> TestMap | None:
-    """Methods marked JUnit `@Test` (or `@ParameterizedTest`)."""
-    return _scan_blocks(text, "java", _after_attribute(text, _JAVA_ATTR, _JAVA_METHOD.search))
+    """Methods marked JUnit `@Test` (or `@ParameterizedTest`, with its cases: `java_source_cases`)."""
+    code = code_blocks.parse(text, "java", _java_asserts)
+    methods = _after_attribute(text, _JAVA_ATTR, _JAVA_METHOD.search)
+    tests = _scan_blocks(text, "java", methods, code)
+    if tests is None or code is None:
+        return None
+    for name, body in java_source_cases(text, code, methods).items():
+        tests.setdefault(name, body)
+    return tests
+
+
+def java_source_cases(text: str, code: Code, methods: list[tuple[str, int, str]]) -> TestMap:
+    """The cases of parameterized JUnit tests: each value of a `@ValueSource(ints = {…})` or `@CsvSource({…})`
+    before the method (an array's entries, or the one value), as `method[value]` named by its source; a
+    `@MethodSource`, `@CsvFileSource` or `@ArgumentsSource` (cases held elsewhere) is one declaration of unknown
+    shape."""
+    tokens, found = code.tokens, {}
+    openers = _parents(code)[1] if methods else {}
+    for method, offset, _ in methods:
+        i = code.token_at(offset)
+        k, steps = -1 if i is None else i - 1, 0
+        while k >= 0 and tokens[k] not in (";", "{", "}") and steps < HEADER_TOKENS:  # back over its annotations
+            steps += 1
+            opener = openers.get(k) if tokens[k] == ")" else None
+            if opener is None:
+                k -= 1
+                continue
+            kind, group = _token(tokens, opener - 1), code.groups[opener]
+            if kind in ("ValueSource", "CsvSource"):
+                for a, b in _elements(code, group):
+                    key, a = (tokens[a], a + 2) if _token(tokens, a + 1) == "=" else ("value", a)
+                    if a > b or (kind == "CsvSource" and key not in ("value", "textBlock")):
+                        continue
+                    array = code.groups.get(a) if tokens[a] == "{" and openers.get(b) == a else None
+                    for x, y in _elements(code, array) if array is not None else [(a, b)]:
+                        digest = _range_digest(code, x, y)
+                        found[f"{method}[{_snippet(text, code, x, y, digest)}]"] = TestBody(
+                            digest, False, False, CASE, method
+                        )
+            elif kind in ("MethodSource", "CsvFileSource", "ArgumentsSource"):
+                name = f"{method}[@{kind}{_snippet(text, code, opener, k, group.digest)}]"
+                found[name] = TestBody(group.digest, False, False, UNKNOWN, method)
+            k = opener - 1
+    return found
 
 
 def js_tests(text: str) -> TestMap | None:
