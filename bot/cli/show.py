@@ -82,6 +82,8 @@ def verdict_lines(info: dict[str, Any], verdicts: dict[str, Any], changed: bool)
     dropped = verdicts.get("dropped_tests") or {}
     if isinstance(dropped, dict) and dropped.get("tests"):
         lines.append(f"drops existing tests: {', '.join(map(str, dropped['tests']))}")
+    elif isinstance(dropped, dict) and dropped.get("uncertain"):
+        lines.append(f"whether it drops tests cannot be told: gone are {', '.join(map(str, dropped['uncertain']))}")
     if verdicts.get("refused"):
         lines.append(f"refused paths: {', '.join(map(str, verdicts['refused']))}")
     passed = bool(test and test.get("passed")) and not (isinstance(dropped, dict) and dropped.get("tests"))

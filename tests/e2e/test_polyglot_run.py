@@ -64,6 +64,22 @@ RUST = Fixture(
     command="cargo test --offline",
     why="inferred from Cargo.toml",
 )
+# xmlparser's way: tests made by a `macro_rules!` of the test file, one invocation each (`test!(dtd_03, …)`).
+RUST_MACROS = Fixture(
+    files={
+        "Cargo.toml": RUST.files["Cargo.toml"],
+        "src/lib.rs": RUST.files["src/lib.rs"],
+        "tests/lib.rs": "macro_rules! check {\n    ($name:ident, $got:expr, $want:expr) => {\n        #[test]\n"
+        "        fn $name() {\n            assert_eq!($got, $want);\n        }\n    };\n}\n\n"
+        "check!(adds, calc::add(2, 3), 5);\ncheck!(muls, calc::mul(2, 3), 6);\n",
+    },
+    source="src/lib.rs",
+    test_file="tests/lib.rs",
+    dropped_test="muls",
+    delete="/check!(muls/d",
+    command="cargo test --offline",
+    why="inferred from Cargo.toml",
+)
 JS = Fixture(
     files={
         "package.json": '{"name": "calc", "version": "1.0.0", "scripts": {"test": "node --test"}}\n',
@@ -155,7 +171,11 @@ def _run(repo: Path, out: Path, api_base: str) -> subprocess.CompletedProcess[st
     return subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=900)
 
 
-@pytest.mark.parametrize("fixture", [JS, GO, RUST, JAVA, PYTHON], ids=["javascript", "go", "rust", "java", "python"])
+@pytest.mark.parametrize(
+    "fixture",
+    [JS, GO, RUST, RUST_MACROS, JAVA, PYTHON],
+    ids=["javascript", "go", "rust", "rust-macros", "java", "python"],
+)
 def test_the_attempt_that_keeps_the_tests_is_proposed(fixture: Fixture, tmp_path: Path) -> None:
     repo = _repo(tmp_path / "repo", fixture)
     fix = f"sed -i 's/a - b/a + b/' {fixture.source}"

@@ -139,3 +139,43 @@ def test_hostile_js_regex_starts_are_bounded() -> None:
     source = b"test('a', () => {\n" + b"(/[" * (TOKENS // 3 - 10) + b"});\n"
     found = test_scanners.scan("a.test.js", source)
     assert found is not None and set(found) == {"a"}
+
+
+@pytest.mark.parametrize(
+    ("path", "source", "some"),
+    [
+        # a macro deep inside nested modules: each module's context is found once, not climbed per invocation
+        ("tests/a.rs", b"mod a {\n" * (TOKENS // 8) + b"t!(x, 1);\n" * (TOKENS // 16), "x"),
+        ("src/a.rs", b"#[cfg(test)] mod a {\n" * (TOKENS // 20) + b"t!(x, 1);\n" * (TOKENS // 16), "x"),
+        # `.each` templates that never end, one inside the other: no table is read twice
+        ("a.test.js", b"test.each`${\n" * (TOKENS // 5), None),
+        ("a.test.js", b"test.each`a\n" + b"${test.each`a\n${1}\n" * (TOKENS // 12) + b"}`" * (TOKENS // 12), "[${1}]"),
+        # many tests that run tables by a field, and many tables outside them
+        (
+            "a_test.go",
+            b"func TestA(t *testing.T) { t.Run(tc.name, f) }\n" * (TOKENS // 40)
+            + b'var x = []T{{name: "a"}}\n' * (TOKENS // 30),
+            "TestA/a",
+        ),
+        ("a_test.go", b"func TestA(t *testing.T) {\n t.Run(tc.in, f)\n" + b"{" * (TOKENS - 100), "TestA"),
+        # JUnit methods with no bodies between them: each one's annotations are looked for a bounded way back
+        (
+            "src/test/java/ATest.java",
+            b"class A {\n" + b"@Test void a() @ValueSource(ints = {1})\n" * (TOKENS // 16),
+            "a[1]",
+        ),
+    ],
+    ids=[
+        "rust-deep-modules",
+        "rust-cfg-test-modules",
+        "js-open-templates",
+        "js-nested-tables",
+        "go-tables",
+        "go-deep",
+        "java-no-bodies",
+    ],
+)
+def test_hostile_files_of_every_declaration_form_are_read_in_linear_time(path: str, source: bytes, some: str) -> None:
+    found = test_scanners.scan(path, source)  # returns: each token is visited a bounded number of times
+    assert found is not None
+    assert some is None or any(some in name for name in found), list(found)[:5]

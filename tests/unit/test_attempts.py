@@ -223,6 +223,49 @@ def test_an_attempt_that_drops_existing_tests_loses_to_one_that_keeps_them(calc:
     assert saved["mini_fix"]["dropped_tests"]["tests"] == [ZERO]
 
 
+# xmlparser writes its tests as macro invocations (`test!(dtd_03, …)`); a test file of that shape beside calc's.
+LEXER = (
+    "use xmlparser::Token;\n\nmacro_rules! test {\n    ($name:ident, $text:expr) => {\n        #[test]\n"
+    "        fn $name() {\n            assert!(xmlparser::Tokenizer::from($text).next().is_some());\n        }\n"
+    '    };\n}\n\ntest!(dtd_01, "<!DOCTYPE a>");\ntest!(dtd_03, "<!DOCTYPE c []>");\n'
+    'tests! { "<!DOCTYPE d>", "<!DOCTYPE e>" }\n'
+)
+FIX_AND_TEST = [bash("sed -i 's/a - b/a + b/' calc.py"), write("tests/test_add.py", ADD_TEST)]
+# The same fix and reproduction each time: one deletes a named macro test (10 lines), one an invocation of a shape
+# the App cannot name (10 lines), one adds a macro test to the existing file instead (11 lines, the largest).
+DELETES_MACRO = [*FIX_AND_TEST, bash("sed -i '/dtd_03/d' tests/lexer.rs"), bash(SUBMIT)]
+DELETES_UNKNOWN = [*FIX_AND_TEST, bash("sed -i '/^tests!/d' tests/lexer.rs"), bash(SUBMIT)]
+DTD_04 = '// DTD with an internal subset\\ntest!(dtd_04, "<!DOCTYPE f []>");\\n'
+EXTENDS = [*FIX_AND_TEST, bash(f"printf '{DTD_04}' >> tests/lexer.rs"), bash(SUBMIT)]
+
+
+def test_a_deleted_macro_test_and_a_doubt_lose_to_an_attempt_that_extends_the_test_file(
+    calc: FakeGitHub, tmp_path: Path
+) -> None:
+    # Seen on xmlparser with `--attempts 2`: the App chose the attempt that deleted `test!(dtd_03, …)`, invisible to
+    # a scanner that knew only `#[test]` functions (and the smaller change).
+    commit_files(calc, REPO, {"tests/lexer.rs": LEXER})
+    world = Attempts(calc, tmp_path, {0.0: DELETES_MACRO, 0.7: DELETES_UNKNOWN, 1.0: EXTENDS})
+    outcome = world.run()
+    assert outcome.status == JobStatus.SUCCEEDED, outcome.error
+    assert outcome.run_id.endswith("-3")
+    head = calc.branch_head(REPO, f"mini-fix/issue-{world.issue}")
+    assert head and "test!(dtd_04" in calc.show(REPO, head, "tests/lexer.rs")
+    rows = table_rows(calc.pulls[0]["body"])
+    assert "**yes**" in rows[3] and ":warning:" not in rows[3]
+    assert ":warning: drops existing tests: tests/lexer.rs::dtd_03" in rows[1]
+    assert "attempt 3 drops none" in rows[1] and "attempt 3 drops none" in rows[2]
+    unknown = 'tests/lexer.rs::tests!{ "<!DOCTYPE d>", "<!DOCTYPE e>" }'
+    assert f"whether it drops tests cannot be told (gone: {unknown})" in rows[2]
+    run_id = outcome.run_id.rsplit("-", 1)[0]
+    verdicts = [
+        json.loads((world.settings.data_dir / "runs" / f"{run_id}-{k}" / "trajectory.json").read_text())["mini_fix"]
+        for k in (1, 2, 3)
+    ]
+    assert [v["dropped_tests"]["tests"] for v in verdicts] == [["tests/lexer.rs::dtd_03"], [], []]
+    assert [v["dropped_tests"]["uncertain"] for v in verdicts] == [[], [unknown], []]
+
+
 def test_a_chosen_change_that_drops_tests_is_flagged_in_the_pr(calc: FakeGitHub, tmp_path: Path) -> None:
     commit_files(calc, REPO, {CONFIG: REPO_CONFIG.replace("attempts: 3", "attempts: 2")})
     world = Attempts(calc, tmp_path, {0.0: DROPS, 0.7: BREAKS})

@@ -117,6 +117,39 @@ def test_a_fix_that_drops_a_test_still_beats_a_change_to_tests_alone() -> None:
     assert choice.reasons[1].startswith("chosen: the repository's tests pass") and "but it drops" in choice.reasons[1]
 
 
+DTD = "tests/integration/doctype.rs::dtd_03"
+UNKNOWN = 'tests/integration/main.rs::fuzz_cases!{ "<!DOCTYPE>" }'
+
+
+def test_a_deleting_attempt_and_a_cannot_tell_one_lose_to_a_clean_one_in_that_order() -> None:
+    # xmlparser, `--attempts 3`: the smallest change deletes `test!(dtd_03, …)`, the next removes a macro invocation
+    # whose tests the App cannot name, the largest keeps every test. Before the reproductions and the size.
+    deleting = _cand(1, 3, reproduction=_valid(), dropped=DroppedTests(tests=[DTD]))
+    doubtful = _cand(2, 4, reproduction=_valid(), dropped=DroppedTests(uncertain=[UNKNOWN]))
+    clean = _cand(3, 30, dropped=DroppedTests())
+    choice = choose([deleting, doubtful, clean])
+    assert [c.index for c in choice.ranking] == [3, 2, 1]
+    assert choice.reasons[1] == f"not chosen: it drops existing tests: {DTD}; attempt 3 drops none"
+    assert choice.reasons[2] == (
+        f"not chosen: whether it drops tests cannot be told (gone: {UNKNOWN}); attempt 3 drops none"
+    )
+    # Without a clean attempt, the doubt still beats a certain drop; the reason says what the App knows.
+    choice = choose([deleting, doubtful])
+    assert choice.chosen is doubtful
+    assert choice.reasons[1] == f"not chosen: it drops existing tests: {DTD}; attempt 2 drops none the App can name"
+    assert choice.reasons[2].startswith(
+        f"chosen: the repository's tests pass, it passes 1 of 2 valid reproduction tests, but whether it drops "
+        f"tests cannot be told (gone: {UNKNOWN}), 4 lines changed"
+    )
+    assert dropped_notes(doubtful)[0] == (
+        f"whether it drops tests cannot be told: gone or changed are test declarations the App cannot name ({UNKNOWN})"
+    )
+    # A test file the App cannot read is a doubt too; failing tests still come first.
+    unreadable = _cand(4, 2, dropped=DroppedTests(unparsed=["tests/big_test.go"]))
+    assert [c.index for c in choose([unreadable, clean, _cand(5, 1, test=False)]).ranking] == [3, 4, 5]
+    assert "cannot be told (unreadable: tests/big_test.go)" in choose([unreadable, clean]).reasons[4]
+
+
 def test_a_chosen_change_that_drops_tests_says_so_and_what_could_not_be_checked() -> None:
     names = [f"tests/test_a.py::test_{n}" for n in range(12)]
     gone = DroppedTests(tests=names, unparsed=["tests/test_b.py"], unchecked=["web/app.test.js"])

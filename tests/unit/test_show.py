@@ -74,3 +74,17 @@ def test_a_directory_without_a_run_exits_2(
         (tmp_path / "trajectory.json").write_text(content)
     assert main(["show", str(tmp_path)]) == 2
     assert "Traceback" not in capsys.readouterr().err
+
+
+def test_dropped_tests_and_a_doubt_about_them_are_said(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    passed = {"command": "cargo test --offline", "returncode": 0, "passed": True}
+    doubt = {"tests": [], "uncertain": ['tests/main.rs::fuzz_cases!{ "<!DOCTYPE>" }'], "unparsed": [], "unchecked": []}
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    assert main(["show", str(_run_dir(tmp_path / "a", {"test": passed, "dropped_tests": doubt}))]) == 0
+    out = capsys.readouterr().out
+    assert 'whether it drops tests cannot be told: gone are tests/main.rs::fuzz_cases!{ "<!DOCTYPE>" }' in out
+    dropped = {**doubt, "tests": ["tests/doctype.rs::dtd_03"]}
+    assert main(["show", str(_run_dir(tmp_path / "b", {"test": passed, "dropped_tests": dropped}))]) == 1
+    out = capsys.readouterr().out
+    assert "drops existing tests: tests/doctype.rs::dtd_03" in out and "cannot be told" not in out

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from bot.agent import profiles
 from bot.agent.actions import render
 from bot.agent.config import load_config
 from bot.repo_config.infer import infer
@@ -47,3 +48,14 @@ def test_python_keeps_its_instructions_and_no_sample_command_is_added(tmp_path: 
 def test_with_no_test_command_known_the_task_names_no_language() -> None:
     message = " ".join(first_message().split())
     assert "run the tests (the repository's test command)" in message and "unittest" not in message
+
+
+@pytest.mark.parametrize("profile", ["text", "toolcall"])
+def test_the_first_message_asks_to_add_or_extend_tests_where_the_project_keeps_them(profile: str) -> None:
+    # All six upstream fixes tried (pflag, big.js, webidl-conversions, TheAlgorithms/Java, python-semver, xmlparser)
+    # added their test to an existing test file; in big.js a new file would never run (its runner lists files).
+    template = profiles.load_profile(profile).agent.instance_template
+    message = " ".join(render(template, task="add() subtracts", **SANDBOX).split())
+    assert "NEW file" not in message and "never edit" not in message
+    assert "an existing test file" in message
+    assert "never delete, skip or weaken an existing test" in message.lower()

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from bot.pipeline.judge.pyscan import TestMap
+from bot.pipeline.judge.pyscan import CASE, TEST, UNKNOWN, TestMap
 from bot.pipeline.judge.test_scanners import MAX_BYTES, MAX_LINE, go_tests, java_tests, js_tests, rust_tests, scan
 
 
@@ -34,7 +34,11 @@ def test_js_finds_literal_names_whatever_the_framework() -> None:
         "test('adds', t => {});\nit(\"mul\", () => {});\ntest.only(`div`, () => {});\n"
         "it(`with ${x}`, () => {});\nsubmit('no');\nobj.test('no');\ntest(name, () => {});\n"
     )
-    assert set(js_tests(text)) == {"adds", "mul", "div"}
+    found = js_tests(text)
+    assert found is not None
+    assert {name for name, body in found.items() if body.kind == TEST} == {"adds", "mul", "div"}
+    # the computed name cannot be named: the call is a declaration of unknown shape, known by its source
+    assert {name for name, body in found.items() if body.kind == UNKNOWN} == {"it(`with ${x}`, () => {})"}
 
 
 def test_oversized_files_and_lines_are_not_read() -> None:
@@ -140,3 +144,19 @@ def test_nested_tests_each_get_their_own_body() -> None:
     text = "describe('ops', () => {\n  it('adds', () => { expect(1).toBe(1); });\n  it('muls', () => {});\n});\n"
     found: TestMap = js_tests(text)
     assert found["adds"].asserts and found["muls"].trivial and not found["muls"].asserts
+
+
+def test_go_rows_are_read_only_from_a_table_a_test_runs_by_a_field() -> None:
+    text = (
+        "func TestMap(t *testing.T) {\n\tgrid := [][]int{\n\t\t{1, 2},\n\t}\n"
+        '\tfor name, c := range map[string][]int{"a": {1}} {\n\t\tt.Run(name, func(t *testing.T) { _ = c })\n\t}\n}\n'
+        "func TestRows(t *testing.T) {\n\tfor _, c := range []struct{ in, want int }{\n\t\t{1, 2},\n\t} {\n"
+        "\t\tt.Run(fmt.Sprint(c.in), func(t *testing.T) {})\n\t}\n\tt.Run(c.in, f)\n}\n"
+    )
+    found = go_tests(text)
+    assert found is not None
+    assert {name: body.kind for name, body in found.items() if body.parent} == {
+        "TestMap/a": TEST,  # a map entry run by its key
+        "TestRows[{1, 2}]": CASE,  # a row of the table run by `c.in`
+        "TestRows/(fmt.Sprint(c.in), func(t *testing.T) {})": UNKNOWN,
+    }

@@ -40,6 +40,7 @@ class DroppedTests:
     tests: list[str] = field(default_factory=list)  # `path::Class::test_x` at the base commit, gone after the change
     unparsed: list[str] = field(default_factory=list)  # unreadable on one side (or over the scan caps): cannot tell
     unchecked: list[str] = field(default_factory=list)  # changed test files in another language: not checked
+    uncertain: list[str] = field(default_factory=list)  # `path::declaration` gone that no scanner names: cannot tell
 
 
 @dataclass(frozen=True)
@@ -98,6 +99,13 @@ class Candidate:
     def drops_tests(self) -> bool:
         """Its change removes test functions or methods that exist at the base commit."""
         return self.dropped is not None and bool(self.dropped.tests)
+
+    @property
+    def cannot_tell_drops(self) -> bool:
+        """No test it certainly drops, but one the scanners could not name is gone, or a test file could not be
+        read: whether it drops a test cannot be told."""
+        d = self.dropped
+        return d is not None and not d.tests and bool(d.uncertain or d.unparsed)
 
     @property
     def lines_changed(self) -> int:

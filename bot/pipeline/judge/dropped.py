@@ -11,6 +11,14 @@ not: only `pass`/`...`/a docstring in Python, no statement in the other language
 had one), unless a test of the same name with an equivalent body is defined in one of the change's test files in
 the same language. Equivalent: the same `ast.dump` of the body without its docstring in Python, the same tokens of
 the body in the others (so layout and comments do not matter, any changed statement does).
+
+Cases count too, however declared (pytest parametrize entries, Go table rows and `t.Run` subtests, JavaScript
+`.each` rows, Rust tests written as macro invocations: see the scanners): a case with a name of its own gone is a
+dropped test; one named by its own source gone is dropped when its test has fewer such cases after the change,
+and "cannot tell" when it has as many (edited in place). A test declaration the scanners cannot name (a Rust test
+macro of another shape, a test generator `macro_rules!`, a JavaScript test whose name is computed, parametrize
+values that are not a literal list) gone or changed is "cannot tell" (`DroppedTests.uncertain`): such an attempt
+ranks below one that drops nothing and above one that certainly drops a test (`ranking.py`).
 """
 
 from __future__ import annotations
@@ -57,8 +65,9 @@ def dropped_tests(
         if before is None or later is None:
             found.unparsed.append(path)
             continue
-        gone = lost(before, later, everywhere.get(language, {}))
+        gone, unsure = judge_file(before, later, everywhere.get(language, {}))
         found.tests += [f"{path}::{name}" for name in sorted(gone)]
+        found.uncertain += [f"{path}::{name}" for name in sorted(unsure)]
     return found
 
 
@@ -76,6 +85,30 @@ def lost(before: TestMap, after: TestMap, everywhere: dict[str, set[str]]) -> li
         for name, body in before.items()
         if (name not in after or emptied(body, after[name])) and body.fingerprint not in everywhere.get(name, set())
     ]
+
+
+def judge_file(before: TestMap, after: TestMap, everywhere: dict[str, set[str]]) -> tuple[list[str], list[str]]:
+    """What one test file lost: (the tests and cases it certainly dropped, the declarations gone that the App
+    cannot tell about). A case whose test went too is not listed again. A case named by its own source (a
+    parametrize entry, a table row) is dropped when its test now has fewer such cases, and "cannot tell" when it
+    has as many (an entry edited in place: perhaps a fix's new expectation, perhaps a weakened one); a declaration
+    of unknown shape (a macro invocation whose tests cannot be named) gone is always "cannot tell"."""
+    gone = set(lost(before, after, everywhere))
+    certain, unsure = [], []
+    for name in gone:
+        body = before[name]
+        if body.parent and body.parent in gone:
+            continue
+        edited = body.kind == pyscan.CASE and _cases(after, body.parent) >= _cases(before, body.parent)
+        if body.kind == pyscan.UNKNOWN or edited:
+            unsure.append(name)
+        else:
+            certain.append(name)
+    return certain, unsure
+
+
+def _cases(tests: TestMap, parent: str) -> int:
+    return sum(1 for body in tests.values() if body.kind == pyscan.CASE and body.parent == parent)
 
 
 def emptied(before: TestBody, after: TestBody) -> bool:
@@ -98,7 +131,7 @@ def defined_tests(source: bytes) -> set[str] | None:
     """Test functions (`test_x`) and methods (`Class::test_y`) defined in a Python file; None when it is not valid
     Python (or too large or too costly to read): then nobody can tell which tests it holds."""
     tests = pyscan.python_tests(source, MAX_BYTES)
-    return None if tests is None else set(tests)
+    return None if tests is None else {name for name, body in tests.items() if not body.parent}
 
 
 def _at_base(checkout: Path, paths: list[str], base: str = "HEAD") -> dict[str, tuple[str, int]]:

@@ -2,8 +2,9 @@
 
 Only acceptable candidates (submitted a change, nothing refused) are ranked, by (a) the repository's `test`
 passing, then a change that touches more than its own test files ahead of one that only adds or edits tests (it
-may reproduce the issue, but it fixes nothing), then a change that keeps every existing test ahead of one that
-drops some (test functions or methods of the base commit's test files gone after it, found by the worker in its
+may reproduce the issue, but it fixes nothing), then a change that keeps every existing test ahead of one where that
+cannot be told (a test declaration the scanners cannot name gone, or a test file they cannot read), ahead of one
+that drops some (tests or cases of the base commit's test files gone after it, found by the worker in its
 own trees: `dropped.py`; a fix that loses a test is still a fix a reviewer can repair, a tests-only change is
 not), (b) how many of all attempts' valid reproduction tests it passes
 (its own counts; a claimed test that passes on the base commit too is not valid and earns nothing), (c) fewer
@@ -30,8 +31,8 @@ def valid_reproductions(candidates: list[Candidate]) -> int:
 
 
 def choose(candidates: list[Candidate]) -> Choice:
-    """Rank the acceptable candidates (tests pass, code changed, no existing test dropped, reproductions passed,
-    fewer lines, lower index)."""
+    """Rank the acceptable candidates (tests pass, code changed, no existing test dropped (nor a doubt about it),
+    reproductions passed, fewer lines, lower index)."""
     tested = any(c.test is not None for c in candidates if c.acceptable)
     ranking = sorted((c for c in candidates if c.acceptable), key=lambda c: _key(c, tested))
     chosen = ranking[0] if ranking else None
@@ -46,9 +47,24 @@ def only_tests(c: Candidate) -> bool:
     return c.change is not None and bool(files) and set(c.change.paths) <= set(files)
 
 
-def _key(c: Candidate, tested: bool) -> tuple[bool, bool, bool, int, int, int]:
+def _key(c: Candidate, tested: bool) -> tuple[bool, bool, int, int, int, int]:
     failed = tested and not _test_passed(c)
-    return (failed, only_tests(c), c.drops_tests, -reproductions_passed(c), c.lines_changed, c.index)
+    return (failed, only_tests(c), dropping(c), -reproductions_passed(c), c.lines_changed, c.index)
+
+
+def dropping(c: Candidate) -> int:
+    """0: keeps every existing test; 1: whether it drops one cannot be told; 2: drops one."""
+    return 2 if c.drops_tests else 1 if c.cannot_tell_drops else 0
+
+
+def cannot_tell_text(c: Candidate) -> str:
+    """`whether it drops tests cannot be told: a, b` (what is gone, else the unreadable files); '' when it can."""
+    if not c.cannot_tell_drops or c.dropped is None:
+        return ""
+    names = c.dropped.uncertain or c.dropped.unparsed
+    more = f" and {len(names) - NAMES_SHOWN} more" if len(names) > NAMES_SHOWN else ""
+    what = "gone: " if c.dropped.uncertain else "unreadable: "
+    return "whether it drops tests cannot be told (" + what + ", ".join(names[:NAMES_SHOWN]) + more + ")"
 
 
 def dropped_text(c: Candidate) -> str:
@@ -91,6 +107,8 @@ def _merits(c: Candidate, tested: bool, total: int) -> str:
         parts.append(f"it passes {reproductions_passed(c)} of {total} valid reproduction tests")
     if c.drops_tests:
         parts.append("but it " + dropped_text(c))
+    elif c.cannot_tell_drops:
+        parts.append("but " + cannot_tell_text(c))
     if only_tests(c):
         parts.append("but it changes only test files (no other attempt changed the code)")
     parts.append(f"{c.lines_changed} lines changed")
@@ -103,8 +121,10 @@ def _behind(c: Candidate, chosen: Candidate, tested: bool, total: int) -> str:
         return f"the repository's tests fail on it (exit {code}), and pass on attempt {chosen.index}"
     if only_tests(c) and not only_tests(chosen):
         return f"it changes only test files, so it fixes nothing; attempt {chosen.index} changes the code"
-    if c.drops_tests and not chosen.drops_tests:
-        return f"it {dropped_text(c)}; attempt {chosen.index} drops none"
+    if dropping(c) != dropping(chosen):
+        other = "drops none" if dropping(chosen) == 0 else "drops none the App can name"
+        what = "it " + dropped_text(c) if c.drops_tests else cannot_tell_text(c)
+        return f"{what}; attempt {chosen.index} {other}"
     mine, theirs = reproductions_passed(c), reproductions_passed(chosen)
     if mine != theirs:
         return f"it passes {mine} of {total} valid reproduction tests, attempt {chosen.index} passes {theirs}"

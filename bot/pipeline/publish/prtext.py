@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from bot.pipeline.judge.candidates import Candidate, Choice
-from bot.pipeline.judge.ranking import dropped_text, reproductions_passed, valid_reproductions
+from bot.pipeline.judge.ranking import NAMES_SHOWN, dropped_text, reproductions_passed, valid_reproductions
 from bot.render import render
 
 TEMPLATE = "attempts_table.md"
@@ -18,6 +18,13 @@ DETAIL_CHARS = 300  # of a reproduction's detail in a table cell (a git error ca
 def dropped_notes(c: Candidate) -> list[str]:
     """What the App could not check about dropped tests, in a reviewer's words (only where it matters)."""
     notes = []
+    if c.dropped is not None and c.dropped.uncertain and not c.dropped.tests:
+        notes.append(
+            "whether it drops tests cannot be told: gone or changed are test declarations the App cannot name ("
+            + ", ".join(c.dropped.uncertain[:NAMES_SHOWN])
+            + (f" and {len(c.dropped.uncertain) - NAMES_SHOWN} more" if len(c.dropped.uncertain) > NAMES_SHOWN else "")
+            + ")"
+        )
     if c.dropped is not None and c.dropped.unparsed:
         files = ", ".join(c.dropped.unparsed)
         notes.append(
