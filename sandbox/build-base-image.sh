@@ -1,12 +1,19 @@
 #!/usr/bin/env bash
 # Build a Debian base image with no registry: debootstrap a minimal root, then `docker import` it.
 # Usage: sandbox/build-base-image.sh [IMAGE_NAME [SUITE]]   (needs root, debootstrap, docker)
-#   IMAGE_NAME default mini-fix-base:trixie; SUITE default $MINIFIX_BASE_SUITE, else trixie (Debian 13: Go 1.24,
-#   Rust 1.85, Node.js 20, JDK 21, Python 3.13 for the sandbox image; bookworm still works for the old base).
+#   IMAGE_NAME default mini-fix-base:trixie. SUITE default $MINIFIX_BASE_SUITE, else the name's tag when it is a
+#   Debian suite (mini-fix-base:bookworm is bookworm), else trixie (Debian 13, the sandbox image's: Go 1.24,
+#   Rust 1.85, Node.js 20, JDK 21, Python 3.13).
 set -euo pipefail
 
 name="${1:-mini-fix-base:trixie}"
-suite="${2:-${MINIFIX_BASE_SUITE:-trixie}}"
+tag=""
+[[ "${name##*/}" == *:* ]] && tag="${name##*:}"
+case "$tag" in
+    bullseye | bookworm | trixie | forky | sid) tag_suite="$tag" ;;
+    *) tag_suite=trixie ;;
+esac
+suite="${2:-${MINIFIX_BASE_SUITE:-$tag_suite}}"
 mirror="${DEBIAN_MIRROR:-http://deb.debian.org/debian}"
 packages="git,python3,python3-venv,python3-pip,python3-pytest,ca-certificates,bash,coreutils,procps"
 
