@@ -4,8 +4,15 @@
 #   IMAGE_NAME default mini-fix-base:trixie. SUITE default $MINIFIX_BASE_SUITE, else the name's tag when it is a
 #   Debian suite (mini-fix-base:bookworm is bookworm), else trixie (Debian 13, the sandbox image's: Go 1.24,
 #   Rust 1.85, Node.js 20, JDK 21, Python 3.13).
+#   --if-missing: do nothing when the engine already has IMAGE_NAME (scripts/build-app-image.sh's bookworm base).
 set -euo pipefail
 
+if [ "${1:-}" = "--if-missing" ]; then
+    shift
+    if docker image inspect "${1:-mini-fix-base:trixie}" >/dev/null 2>&1; then
+        exit 0
+    fi
+fi
 name="${1:-mini-fix-base:trixie}"
 tag=""
 [[ "${name##*/}" == *:* ]] && tag="${name##*:}"
@@ -19,7 +26,7 @@ packages="git,python3,python3-venv,python3-pip,python3-pytest,ca-certificates,ba
 
 # An older debootstrap (bookworm's before 1.0.128) may lack a script for a newer suite; Debian's suites all
 # bootstrap the same way as sid, so its script stands in.
-scripts=/usr/share/debootstrap/scripts
+scripts="${DEBOOTSTRAP_SCRIPTS:-/usr/share/debootstrap/scripts}"
 script=""
 if [ -d "$scripts" ] && [ ! -e "$scripts/$suite" ]; then
     [ -e "$scripts/sid" ] || { echo "debootstrap knows neither $suite nor sid (update debootstrap)" >&2; exit 1; }

@@ -1,10 +1,16 @@
 #!/usr/bin/env bash
 # Build the App's image (Dockerfile) without network in the build: wheels are made on the host first.
 # Usage: scripts/build-app-image.sh [BASE_IMAGE] [TAG]   (default base: the offline mini-fix-base:bookworm)
+# The App's base stays bookworm: its Python (3.11) must match the host's, which builds the wheels. A missing
+# mini-fix-base:<suite> base is made with sandbox/build-base-image.sh (ensure-docker.sh makes only the sandbox's,
+# trixie).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BASE_IMAGE="${1:-mini-fix-base:bookworm}"
 TAG="${2:-mini-fix:latest}"
+case "$BASE_IMAGE" in
+    mini-fix-base:*) sandbox/build-base-image.sh --if-missing "$BASE_IMAGE" >&2 ;;
+esac
 PIP=.venv/bin/pip
 mkdir -p build/wheelhouse
 # setuptools reuses build/lib: a module deleted or moved in the tree would otherwise still ship in the wheel.
