@@ -1,17 +1,20 @@
 # The App's image: `mini-fix serve` by default (override the command with `mini-fix worker` for worker pods).
 # Built from a wheelhouse made on the host, so the build itself needs no network:
-#   scripts/build-app-image.sh            (here: FROM the offline base mini-fix-base:bookworm)
+#   scripts/build-app-image.sh            (here: FROM the offline base mini-fix-base:bookworm; sandbox base trixie)
 #   scripts/build-app-image.sh python:3.11-slim   (a registry image, in production)
 # Any Debian-based image with Python >= 3.11 works; pip is not needed in it (pip runs from its own wheel).
 # A worker needs git (it clones and diffs on the host side) and a CA bundle (HTTPS to GitHub); a base that lacks
 # them gets them from apt, the only step that may use the network (the offline base already has both).
 # It talks to the Docker engine through DOCKER_HOST or the mounted socket (add the socket's group to the container).
 ARG BASE_IMAGE=python:3.11-slim
+# The sandbox image's base (default: the App's own). scripts/build-app-image.sh passes mini-fix-base:trixie, whose
+# toolchains current projects need (docs/languages.md); with a registry base, e.g. debian:trixie-slim.
+ARG SANDBOX_BASE_IMAGE=${BASE_IMAGE}
 
-# The sandbox image's offline base: this base's own root filesystem as a tarball, which a worker imports into an
-# empty engine (a Kubernetes DinD sidecar) to build the sandbox image there with no registry. WITH_SANDBOX_BASE=0
-# leaves it out (an empty file) for hosts that pull or pre-load the sandbox image instead.
-FROM ${BASE_IMAGE} AS sandbox-base
+# The sandbox image's offline base: SANDBOX_BASE_IMAGE's root filesystem as a tarball, which a worker imports into an
+# empty engine (a Kubernetes DinD sidecar) as MINIFIX_SANDBOX_BASE_IMAGE to build the sandbox image there with no
+# registry. WITH_SANDBOX_BASE=0 leaves it out (an empty file) for hosts that pull or pre-load the sandbox image.
+FROM ${SANDBOX_BASE_IMAGE} AS sandbox-base
 ARG WITH_SANDBOX_BASE=1
 # tar exits 1 for "file changed as we read it" (the tarball itself grows under /): only a higher code is an error.
 RUN set -eu; \
@@ -39,6 +42,7 @@ RUN set -eux; \
          if not m.name.endswith('__main__')]"
 
 FROM ${BASE_IMAGE}
+ARG SANDBOX_BASE_IMAGE
 RUN set -eux; \
     if ! command -v git >/dev/null || [ ! -s /etc/ssl/certs/ca-certificates.crt ]; then \
         apt-get update; \
@@ -60,6 +64,7 @@ ENV PYTHONPATH=/opt/mini-fix/site-packages \
     LITELLM_LOCAL_MODEL_COST_MAP=True \
     MINIFIX_DATA_DIR=/var/lib/mini-fix \
     MINIFIX_SANDBOX_BASE_ROOTFS=/opt/mini-fix/sandbox-base.tar.gz \
+    MINIFIX_SANDBOX_BASE_IMAGE=${SANDBOX_BASE_IMAGE} \
     MINIFIX_LOG_FORMAT=json
 USER mini-fix
 WORKDIR /opt/mini-fix

@@ -71,7 +71,7 @@ class Settings(BaseSettings):
     """Public base URL of this App, used for links to run pages."""
     sandbox_image: str = "mini-fix-sandbox:latest"
     """Default sandbox image; a repository's config may name another."""
-    sandbox_base_image: str = "mini-fix-base:bookworm"
+    sandbox_base_image: str = "mini-fix-base:trixie"
     """Base the sandbox image is built on when it is missing and cannot be pulled (present, pulled or imported)."""
     sandbox_base_rootfs: Path | None = None
     """A root filesystem tarball imported as the base when it is not on the engine (the App's image sets it)."""

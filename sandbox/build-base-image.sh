@@ -1,19 +1,46 @@
 #!/usr/bin/env bash
-# Build a Debian bookworm base image with no registry: debootstrap a minimal root, then `docker import` it.
-# Usage: sandbox/build-base-image.sh [IMAGE_NAME]   (default mini-fix-base:bookworm; needs root, debootstrap, docker)
+# Build a Debian base image with no registry: debootstrap a minimal root, then `docker import` it.
+# Usage: sandbox/build-base-image.sh [IMAGE_NAME [SUITE]]   (needs root, debootstrap, docker)
+#   IMAGE_NAME default mini-fix-base:trixie. SUITE default $MINIFIX_BASE_SUITE, else the name's tag when it is a
+#   Debian suite (mini-fix-base:bookworm is bookworm), else trixie (Debian 13, the sandbox image's: Go 1.24,
+#   Rust 1.85, Node.js 20, JDK 21, Python 3.13).
+#   --if-missing: do nothing when the engine already has IMAGE_NAME (scripts/build-app-image.sh's bookworm base).
 set -euo pipefail
 
-name="${1:-mini-fix-base:bookworm}"
+if [ "${1:-}" = "--if-missing" ]; then
+    shift
+    if docker image inspect "${1:-mini-fix-base:trixie}" >/dev/null 2>&1; then
+        exit 0
+    fi
+fi
+name="${1:-mini-fix-base:trixie}"
+tag=""
+[[ "${name##*/}" == *:* ]] && tag="${name##*:}"
+case "$tag" in
+    bullseye | bookworm | trixie | forky | sid) tag_suite="$tag" ;;
+    *) tag_suite=trixie ;;
+esac
+suite="${2:-${MINIFIX_BASE_SUITE:-$tag_suite}}"
 mirror="${DEBIAN_MIRROR:-http://deb.debian.org/debian}"
 packages="git,python3,python3-venv,python3-pip,python3-pytest,ca-certificates,bash,coreutils,procps"
+
+# An older debootstrap (bookworm's before 1.0.128) may lack a script for a newer suite; Debian's suites all
+# bootstrap the same way as sid, so its script stands in.
+scripts="${DEBOOTSTRAP_SCRIPTS:-/usr/share/debootstrap/scripts}"
+script=""
+if [ -d "$scripts" ] && [ ! -e "$scripts/$suite" ]; then
+    [ -e "$scripts/sid" ] || { echo "debootstrap knows neither $suite nor sid (update debootstrap)" >&2; exit 1; }
+    script="$scripts/sid"
+    echo "debootstrap has no script for $suite; using sid's"
+fi
 
 root="$(mktemp -d /tmp/mini-fix-rootfs.XXXXXX)"
 trap 'rm -rf "$root"' EXIT
 
-log=/tmp/mini-fix-debootstrap.log
-echo "debootstrap bookworm ($packages) from $mirror into $root (1-4 minutes; log: $log)"
+log="${TMPDIR:-/tmp}/mini-fix-debootstrap-$suite-$$.log"
+echo "debootstrap $suite ($packages) from $mirror into $root (1-4 minutes; log: $log)"
 started=$SECONDS
-debootstrap --variant=minbase --include="$packages" bookworm "$root" "$mirror" >"$log" 2>&1 &
+debootstrap --variant=minbase --include="$packages" "$suite" "$root" "$mirror" ${script:+"$script"} >"$log" 2>&1 &
 pid=$!
 # A line every 15 s: debootstrap's own stage ("I: Retrieving …", "I: Unpacking …", "I: Configuring …") and the time.
 while kill -0 "$pid" 2>/dev/null; do

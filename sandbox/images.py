@@ -28,7 +28,7 @@ Progress = Callable[[str], None]
 class ImageSource:
     """How to make a sandbox image that is neither present nor pullable: its Dockerfile's folder and base."""
 
-    base_image: str = "mini-fix-base:bookworm"
+    base_image: str = "mini-fix-base:trixie"
     """The build's BASE_IMAGE: used when present, else pulled, else imported from `base_rootfs`."""
     base_rootfs: Path | None = None
     """A tar (or tar.gz) of a root filesystem, imported as `base_image` when it cannot be had otherwise."""

@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # Make sure a Docker engine runs here and the sandbox images exist; safe to run again (does only what is missing).
-# Needs root on Debian 12. Builds everything offline except the apt packages: no registry is needed.
+# Needs root on Debian 12 or later. Builds everything offline except the apt packages: no registry is needed.
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-base_image="${MINIFIX_BASE_IMAGE:-mini-fix-base:bookworm}"
+# The images' base: Debian trixie by debootstrap (its toolchains: Go 1.24, Rust 1.85, Node.js 20, JDK 21, Python
+# 3.13). A mini-fix-base:<suite> name is built from that suite (MINIFIX_BASE_SUITE overrides).
+base_image="${MINIFIX_BASE_IMAGE:-mini-fix-base:trixie}"
 sandbox_image="${MINIFIX_SANDBOX_IMAGE:-mini-fix-sandbox:latest}"
 # polyglot (default: Python, Node.js + npm, Go, Rust, a JDK with Maven) or slim (Python only); the slim image is
 # also built as $slim_image (seconds: no packages to fetch) for operators who set MINIFIX_SANDBOX_IMAGE to it.
@@ -124,7 +126,7 @@ build_images() {
         "$here/sandbox/build-base-image.sh" "$base_image"
     fi
     # Always build: the layer cache makes an unchanged Dockerfile cost a second, and a changed one is picked up.
-    # The polyglot image's toolchains come from Debian's packages (about 11 minutes and 2.1 GB on a fresh machine;
+    # The polyglot image's toolchains come from Debian's packages (2-10 minutes and about 2 GB on a fresh machine;
     # the Maven repository layer comes last, so changing it rebuilds in about a minute).
     say "building sandbox image $sandbox_image ($sandbox_profile) from $base_image"
     build_image "$sandbox_image" "$here/sandbox/image" --build-arg "PROFILE=$sandbox_profile"

@@ -17,6 +17,7 @@ from sandbox.engine import connect
 from tests.support.backends import BACKENDS, backend_settings
 
 IMAGE = os.environ.get("MINIFIX_SANDBOX_IMAGE", "mini-fix-sandbox:latest")
+PROXY_IMAGE = os.environ.get("MINIFIX_PROXY_IMAGE", "mini-fix-proxy:latest")  # the setup phase's (ensure-docker's)
 SETUP_HINT = "run `bash scripts/ensure-docker.sh` (as root) to start the engine and build the images"
 
 
@@ -24,6 +25,7 @@ def small_config(**changes: object) -> SandboxConfig:
     """Limits small enough for the tests to hit them quickly."""
     base: dict[str, object] = {
         "image": IMAGE,
+        "setup_proxy_image": PROXY_IMAGE,
         "memory": "256m",
         "pids_limit": 128,
         "timeout": 20,

@@ -41,6 +41,19 @@ def test_help_runs_as_a_non_root_user(image: str) -> None:
     assert config["Cmd"][0] == "serve" and config["User"] == "mini-fix"
 
 
+def test_it_carries_the_sandbox_base_it_names(image: str) -> None:
+    """The worker imports the carried root filesystem as MINIFIX_SANDBOX_BASE_IMAGE: the two must be the same
+    Debian, the sandbox's (trixie by default), not the App's own base."""
+    env = dict(item.split("=", 1) for item in json.loads(docker("image", "inspect", image).stdout)[0]["Config"]["Env"])
+    named = env["MINIFIX_SANDBOX_BASE_IMAGE"]
+    assert named == os.environ.get("MINIFIX_BASE_IMAGE", "mini-fix-base:trixie")
+    carried = docker(
+        "run", "--rm", "--entrypoint", "tar", image, "-xzOf", env["MINIFIX_SANDBOX_BASE_ROOTFS"], "./etc/debian_version"
+    ).stdout
+    assert carried == docker("run", "--rm", "--entrypoint", "cat", named, "/etc/debian_version").stdout
+    assert carried != docker("run", "--rm", "--entrypoint", "cat", BASE, "/etc/debian_version").stdout
+
+
 def private_key() -> str:
     """A throwaway RSA key in PEM, so the embedded worker's GitHub client can be built (nothing is called)."""
     from cryptography.hazmat.primitives import serialization

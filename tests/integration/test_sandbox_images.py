@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import os
 import tarfile
 import uuid
 from collections.abc import Iterator
@@ -18,7 +19,7 @@ from sandbox.base import ImageMissing
 from sandbox.images import ImageSource, ensure_base, ensure_image, has_registry
 
 pytestmark = pytest.mark.docker
-BASE = "mini-fix-base:bookworm"  # what scripts/ensure-docker.sh makes; the sandbox image's own base here
+BASE = os.environ.get("MINIFIX_BASE_IMAGE", "mini-fix-base:trixie")  # what scripts/ensure-docker.sh makes
 
 
 @pytest.fixture
