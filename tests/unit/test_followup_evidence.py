@@ -187,7 +187,9 @@ def test_a_rate_limit_on_the_annotations_is_named_a_rate_limit_not_a_permission(
 ) -> None:
     api.get(f"{API}/repos/acme/w/commits/{SHA}/check-runs").respond(200, json={"check_runs": RUNS["check_runs"][2:3]})
     # a wait past the retries' bound: githubkit does not sleep, the gateway raises at once
-    api.get(f"{API}/repos/acme/w/check-runs/13/annotations").respond(403, json=SECONDARY, headers={"Retry-After": "900"})
+    api.get(f"{API}/repos/acme/w/check-runs/13/annotations").respond(
+        403, json=SECONDARY, headers={"Retry-After": "900"}
+    )
     evidence = read_evidence(gh, SHA, secrets=[])
     assert [f.name for f in evidence.failures] == ["external"] and len(evidence.unread) == 1
     note = evidence.unread[0]
