@@ -60,6 +60,7 @@ def wire_worker(settings: Settings) -> Worker:
     worker.warm_ups.append(partial(images.ensure_until_ready, worker.stopping))
     worker.checks["docker_engine"] = images.check_engine
     worker.checks["sandbox_image"] = images.check
+    worker.before_job.append(images.ensure_present)  # removed while the App runs: made again, not a failed job
     if settings.create_labels:
         worker.chores.append(LabelKeeper(settings, ledger, github).run)
     worker.chores.append(ReviewChecker(ledger, github).run)  # a PR review's verdict counts once its author may write
