@@ -77,7 +77,7 @@ def test_an_image_removed_while_the_app_runs_is_made_again_before_the_next_job(
     settings: Settings, ledger: SqliteLedger, job_queue: JobQueue, engine: Engine
 ) -> None:
     runner = Runner()
-    worker, images = _worker(settings, ledger, job_queue, runner)
+    worker, _ = _worker(settings, ledger, job_queue, runner)
     job = _fix(ledger)
     assert worker.run_job(job.id) == JobStatus.SUCCEEDED
     assert engine.made == 1 and [j.id for j in runner.jobs] == [job.id]
