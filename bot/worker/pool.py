@@ -55,6 +55,7 @@ class Worker:
         # before a run is claimed: what it needs made sure of (the sandbox image, made again when it went missing);
         # one that raises leaves the job in the queue, its claims unspent
         self.before_job: list[Callable[[], None]] = []
+        self.after_stop: list[Callable[[], object]] = []  # once the slots stopped: e.g. GitHub writes still queued
         self._deferred: dict[int, set[str]] = {}  # installation -> jobs waiting for its running cap
         self.worker_id = worker_id or f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
         self._stopping = threading.Event()
@@ -94,6 +95,11 @@ class Worker:
         for job_id in stuck:  # runners that did not return in time: their leases would expire anyway
             self._requeue(job_id)
         self._threads = []
+        for hook in self.after_stop:
+            try:
+                hook()
+            except Exception:  # shutting down: one hook's failure must not keep the others from running
+                log.exception("after-stop hook failed")
         log.info("worker stopped", worker_id=self.worker_id, requeued_stuck=len(stuck))
 
     def close(self) -> None:

@@ -253,4 +253,4 @@ def answer(job: Job, gh: GitHubGateway, run_id: str) -> None:
     asks = list(job.details.followup_asks)
     if not any(a.kind == "review" for a in asks) and len(asks) < 2:
         return
-    gh.create_comment(pull_of(job), render("followup_comment.md", kind="addressed", run_id=run_id, asks=asks))
+    gh.post_comment(pull_of(job), render("followup_comment.md", kind="addressed", run_id=run_id, asks=asks))
