@@ -134,9 +134,8 @@ def report_writes(sent: float, finished: float, writes: list[tuple[float, str, s
     for at, method, path in writes:
         print(f"    {at - sent:7.2f}  {method} {path}")
     if writes:
-        print(
-            f"  label -> last GitHub write        {writes[-1][0] - sent:8.2f} s (job finished at {finished - sent:.2f} s)"
-        )
+        last = writes[-1][0] - sent
+        print(f"  label -> last GitHub write        {last:8.2f} s (job finished at {finished - sent:.2f} s)")
 
 
 def report(
