@@ -59,3 +59,34 @@ def test_a_follow_up_for_a_commit_no_longer_the_head_says_why_it_was_skipped(
     assert _run_ci(world, old) == JobStatus.CANCELLED
     [note] = [c["body"] for c in github.comments_on(REPO, world.pull)]
     assert f"`{old[:12]}`" in note and "newer commit" in note and "skipped" in note
+
+
+SECONDARY = {"message": "You have exceeded a secondary rate limit. Please wait a few minutes before you try again."}
+
+
+def test_a_rate_limit_on_reading_the_failure_defers_the_follow_up_it_is_no_missing_permission(
+    github: FakeGitHub, tmp_path: Path
+) -> None:
+    world = Conversation(github, tmp_path, [])
+    sha = str(github.branch_head(REPO, world.branch))
+    github.checks.fail(REPO, sha, "tests", log="boom")
+    github.faults.add("GET", r"/check-runs$", 403, count=None, headers={"Retry-After": "900"}, body=SECONDARY)
+    job = world.claimed(world.ledger.submit(_ci(world, sha)).job)
+    outcome = run_pipeline(job, threading.Event(), world.deps())
+    assert outcome.status == JobStatus.QUEUED and outcome.retry_in == 900  # waits GitHub's time out, uncounted
+    assert world.model.requests == [] and github.comments_on(REPO, world.pull) == []  # no "not granted" note
+    assert "rate limit" in str(outcome.error)
+
+
+def test_a_rate_limited_ci_read_leaves_the_asks_folded_beside_it_running(github: FakeGitHub, tmp_path: Path) -> None:
+    from tests.unit.test_pr_conversation import EDIT, SUBMIT, bash
+
+    world = Conversation(github, tmp_path, [EDIT, bash(SUBMIT)])
+    review = world.review("alice", "Change it.", "Drop the `+ 0`.")
+    sha = str(github.branch_head(REPO, world.branch))
+    github.checks.fail(REPO, sha, "tests", log="boom")
+    world.ledger.submit(_ci(world, sha))  # waits for the review's run, and is folded into it
+    github.faults.add("GET", r"/check-runs$", 403, count=None, headers={"Retry-After": "900"}, body=SECONDARY)
+    outcome = run_pipeline(world.claimed(review), threading.Event(), world.deps())
+    assert outcome.status == JobStatus.SUCCEEDED, outcome.error  # the review is worked on all the same
+    assert "Drop the `+ 0`." in world.model.requests[0][1]["content"]

@@ -12,9 +12,9 @@ from typing import TypedDict
 
 import structlog
 
-from bot.github.gateway import GitHubGateway, PullRequest, Review
+from bot.github.gateway import GitHubGateway, PullRequest, RateLimited, Review
 from bot.jobs import AddressedAsk, AddressedComment, Job, JobKind, JobOutcome, JobStatus
-from bot.pipeline.task.ci_evidence import read_evidence
+from bot.pipeline.task.ci_evidence import CiEvidence, read_evidence
 from bot.pipeline.task.issue import MAX_GUIDANCE_CHARS, cap, clean
 from bot.pipeline.task.untrusted import plain, quoted
 from bot.render import render
@@ -148,7 +148,13 @@ def _prepare_ci(
         log.info("ci_followup_bound", done=done, limit=limit)
         return JobOutcome(JobStatus.CANCELLED, error=f"ci_followups: {done} done, the limit is {limit}")
     sha = job.details.head_sha
-    evidence = read_evidence(gh, sha, settings.secrets)
+    try:
+        evidence = read_evidence(gh, sha, settings.secrets)
+    except RateLimited as exc:
+        if alone:  # nothing else to run: the job goes back to the queue by GitHub's wait, uncounted
+            raise
+        # people's asks were folded into this run already: they go on, with the rate limit named
+        evidence = CiEvidence((), (f"the check runs: GitHub's rate limit refused the read ({exc})",))
     if not evidence.failures and evidence.unread:
         if alone:
             gh.create_comment(pull, render("followup_comment.md", kind="unread", notes=list(evidence.unread)))
