@@ -90,3 +90,20 @@ def test_a_rate_limited_ci_read_leaves_the_asks_folded_beside_it_running(github:
     outcome = run_pipeline(world.claimed(review), threading.Event(), world.deps())
     assert outcome.status == JobStatus.SUCCEEDED, outcome.error  # the review is worked on all the same
     assert "Drop the `+ 0`." in world.model.requests[0][1]["content"]
+
+
+def test_a_waiting_ci_ask_for_an_older_commit_is_skipped_with_a_note_on_the_pr(
+    github: FakeGitHub, tmp_path: Path
+) -> None:
+    from tests.unit.test_pr_conversation import EDIT, SUBMIT, bash
+
+    world = Conversation(github, tmp_path, [EDIT, bash(SUBMIT)])
+    review = world.review("alice", "Change it.", "Drop the `+ 0`.")
+    old = str(github.branch_head(REPO, world.branch))
+    ci = world.ledger.submit(_ci(world, old)).job  # waits for the review's run
+    bot_commit(github, REPO, world.branch, {"calc.py": "def add(a, b):\n    return b + a\n"}, "mini-fix: next")
+    outcome = run_pipeline(world.claimed(review), threading.Event(), world.deps())
+    assert outcome.status == JobStatus.SUCCEEDED, outcome.error
+    assert world.status(ci) == JobStatus.CANCELLED
+    notes = [c["body"] for c in github.comments_on(REPO, world.pull) if "skipped" in c["body"]]
+    assert len(notes) == 1 and f"`{old[:12]}`" in notes[0] and "newer commit" in notes[0]
