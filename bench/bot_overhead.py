@@ -7,14 +7,19 @@ signed `issues.labeled` delivery to the worker's `job finished` log stamp; model
 handler times (arrival to reply sent, stamped in the handler). Overhead = (job wall − model time) / job wall.
 A short warm-up job runs first, so the measured job finds the worker already running with litellm imported
 (--no-warmup to measure a cold worker's first job instead). Per-action sandbox time comes from the trajectory.
+The measured job's GitHub writes are listed with their times from the label, and the last of them: writes nobody
+waits for (reactions, the trajectory comment) may land after `job finished`. `--app-tree DIR` runs the App from
+another checkout (e.g. a `git archive` of an older commit) with this harness, so two trees compare in one script.
 
     .venv/bin/python bench/bot_overhead.py [--steps 30] [--model-delay 1.0] [--timeout 600] [--no-warmup]
+                                           [--app-tree DIR]
 """
 
 from __future__ import annotations
 
 import argparse
 import itertools
+import os
 import statistics
 import sys
 import time
@@ -76,7 +81,12 @@ def main() -> None:
     parser.add_argument("--model-delay", type=float, default=1.0, help="seconds the model takes per reply")
     parser.add_argument("--timeout", type=float, default=600.0, help="seconds allowed per job")
     parser.add_argument("--no-warmup", action="store_true", help="measure the worker's first job (cold litellm)")
+    parser.add_argument("--app-tree", type=Path, help="run the App from this checkout (PYTHONPATH and cwd)")
     args = parser.parse_args()
+    if args.app_tree:  # the App's processes run `python -m bot.cli` from the cwd and inherit the environment
+        tree = args.app_tree.resolve()
+        os.environ["PYTHONPATH"] = str(tree)
+        os.chdir(tree)
     with E2E(script(args.steps), delay=args.model_delay) as e2e:
         e2e.github.add_repo(OWNER, NAME, CALC)
         app = e2e.serve(worker=True)
@@ -86,16 +96,47 @@ def main() -> None:
             warm_sent = e2e.label(app.url, warm)
             e2e.wait_succeeded(1, args.timeout)
             print(f"warm-up job ({len(FIX_STEPS)} steps): {job_finished(e2e, warm) - warm_sent:.2f} s", flush=True)
+            settle(e2e.rest_log)  # its writes nobody waited for are out: the measured job starts on a quiet App
             done = 1
         issue = e2e.github.add_issue(REPO, "add() subtracts", "add(2, 3) returns -1")
         first_arrival = len(e2e.model.arrivals)
+        first_request = len(e2e.rest_log)
         sent = e2e.label(app.url, issue)
         e2e.wait_succeeded(done + 1, args.timeout)
         time.sleep(0.5)  # the log line may trail the ledger row by a moment
         finished = job_finished(e2e, issue)
         arrivals, replied = e2e.model.arrivals[first_arrival:], e2e.model.replied[first_arrival:]
         trajectory = next(t for t in e2e.trajectories() if t["mini_fix"]["issue"] == issue)
+        settle(e2e.rest_log)
+        writes = [
+            (at, method, path)
+            for at, (method, path) in zip(e2e.rest_log.times[first_request:], e2e.rest_log[first_request:], strict=True)
+            if method in WRITES and not path.endswith("/access_tokens")
+        ]
     report(sent, finished, arrivals, replied, trajectory, args.no_warmup)
+    report_writes(sent, finished, writes)
+
+
+WRITES = {"POST", "PATCH", "PUT", "DELETE"}
+
+
+def settle(log: list[Any], quiet: float = 3.0, limit: float = 20.0) -> None:
+    """Wait until the fake GitHub got no request for `quiet` s (writes sent after `job finished`), at most `limit`."""
+    deadline, seen, since = time.monotonic() + limit, len(log), time.monotonic()
+    while time.monotonic() < deadline and time.monotonic() - since < quiet:
+        time.sleep(0.1)
+        if len(log) != seen:
+            seen, since = len(log), time.monotonic()
+
+
+def report_writes(sent: float, finished: float, writes: list[tuple[float, str, str]]) -> None:
+    """The job's GitHub writes, each with its arrival from the label; the last one against `job finished`."""
+    print(f"  GitHub writes ({len(writes)}), seconds from the label:")
+    for at, method, path in writes:
+        print(f"    {at - sent:7.2f}  {method} {path}")
+    if writes:
+        last = writes[-1][0] - sent
+        print(f"  label -> last GitHub write        {last:8.2f} s (job finished at {finished - sent:.2f} s)")
 
 
 def report(

@@ -47,7 +47,7 @@ class GitHubApp:
         # context (~10-40 ms of CPU here) and a new connection per call. One shared, thread-safe pool instead.
         self._transport = _SharedTransport()
         self._retry = RateLimitRetry()  # githubkit's own retry loop, waiting out rate limits within a bound
-        self._pacers = pacers or Pacers()  # one installation's writes one at a time, a second apart
+        self._pacers = pacers or Pacers()  # one installation's writes one at a time; content a second apart
         self._app = self._client(self._auth)
         self._identity: BotIdentity | None = None
 
@@ -73,6 +73,11 @@ class GitHubApp:
         return RepoGateway(
             client, owner, name, mint, identity, teams=teams, checks=checks, pacer=self._pacers.of(installation_id)
         )
+
+    def drain(self, timeout: float) -> bool:
+        """Wait (at most `timeout` s) for the writes nobody waited for (reactions, the trajectory comment) to be
+        sent; True when none is left. The worker's shutdown calls it."""
+        return self._pacers.drain(timeout)
 
     def mint_token(self, installation_id: int, name: str) -> GitToken:
         """A new installation token for git, outside githubkit's cache, narrowed to one repository."""

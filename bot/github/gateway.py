@@ -138,11 +138,16 @@ class GitHubGateway(Protocol):
         ...
 
     def add_reaction(self, number: int, content: str, *, comment_id: int | None = None) -> None:
-        """React to an issue, or to one of its comments."""
+        """React to an issue, or to one of its comments; sent in the installation's write order without the caller
+        waiting for it (a failure is logged, not raised)."""
         ...
 
     def create_comment(self, number: int, body: str) -> int:
         """Post a comment on an issue or PR; return its id."""
+        ...
+
+    def post_comment(self, number: int, body: str) -> None:
+        """Post a comment whose id nobody needs, like `add_reaction`: in order, nobody waiting (failure logged)."""
         ...
 
     def update_comment(self, comment_id: int, body: str) -> None:

@@ -24,7 +24,7 @@ from bot.github.gateway import (
     Review,
     ReviewComment,
 )
-from bot.github.pacing import WRITE_METHODS, WritePacer
+from bot.github.pacing import WRITE_METHODS, WritePacer, creates_content
 
 JOB_LOG_TAIL_BYTES = 1 << 20  # of an Actions log: its end says what failed
 JOB_LOG_READ_BYTES = 64 << 20  # read at most, from a server that ignores the Range and sends the whole log
@@ -91,10 +91,20 @@ class RepoGateway:
         self._pacer = pacer or WritePacer()  # the installation's, shared by its gateways (GitHubApp)
 
     def _json(self, what: str, method: str, path: str, **kwargs: Any) -> Any:
-        turn = self._pacer.turn() if method in WRITE_METHODS else nullcontext()
+        turn = self._pacer.turn(creates_content(method)) if method in WRITE_METHODS else nullcontext()
         with translated(what), turn:
             resp = self._gh.request(method, self._prefix + path, **kwargs)
         return resp.json() if resp.raw_response.content else None
+
+    def _later(self, what: str, method: str, path: str, **kwargs: Any) -> None:
+        """A write whose answer nobody needs: in the installation's write order, without the caller waiting for
+        its second (`WritePacer.later`); a failure is logged with `what`."""
+
+        def send() -> None:
+            with translated(what):
+                self._gh.request(method, self._prefix + path, **kwargs)
+
+        self._pacer.later(send, creates=creates_content(method))
 
     def permission(self, user: str) -> str:
         """The user's role: admin, maintain, write, triage, read or none."""
@@ -140,14 +150,18 @@ class RepoGateway:
             page += 1
 
     def add_reaction(self, number: int, content: str, *, comment_id: int | None = None) -> None:
-        """React to the issue, or to one of its comments."""
+        """React to the issue, or to one of its comments (sent in order; nobody waits for it)."""
         path = f"/issues/comments/{comment_id}/reactions" if comment_id else f"/issues/{number}/reactions"
-        self._json("adding a reaction", "POST", path, json={"content": content})
+        self._later("adding a reaction", "POST", path, json={"content": content})
 
     def create_comment(self, number: int, body: str) -> int:
         """Post a comment; return its id."""
         data = self._json("posting a comment", "POST", f"/issues/{number}/comments", json={"body": body})
         return int(data["id"])
+
+    def post_comment(self, number: int, body: str) -> None:
+        """Post a comment whose id nobody needs (sent in order; nobody waits for it)."""
+        self._later("posting a comment", "POST", f"/issues/{number}/comments", json={"body": body})
 
     def update_comment(self, comment_id: int, body: str) -> None:
         """Replace a comment's body."""

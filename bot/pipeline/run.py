@@ -127,9 +127,6 @@ def _run(
     run_id: str,
     resolved: RunConfig,
 ) -> JobOutcome:
-    gh.add_reaction(number, "eyes")
-    if job.comment_id:
-        gh.add_reaction(number, "eyes", comment_id=job.comment_id)
     run: RunInfo = {
         "run_id": run_id,
         "model": resolved.model.model_name,
@@ -148,6 +145,10 @@ def _run(
         job, gh, number, run, status, resolved.agent, resolved.model, cancel, config=resolved.repo, count=count
     )
     state.status.start()
+    # after the status comment: the reactions are content too, and go a second later while the run clones
+    gh.add_reaction(number, "eyes")
+    if job.comment_id:
+        gh.add_reaction(number, "eyes", comment_id=job.comment_id)
     try:
         _work(state, deps, resolved)
         key, detail = (Outcome.PR_OPENED if state.published and state.published.created else Outcome.PR_UPDATED), ""

@@ -34,13 +34,19 @@ class Runtime:
         return LitellmModel(config, api_key=key.get_secret_value() if key else None)
 
     def sandboxes(self, labels: Mapping[str, str] | None = None) -> SandboxFactory:
-        """Docker sandboxes carrying `labels`, their actions timed into the exec metric."""
+        """Docker sandboxes carrying `labels`, their actions timed into the exec metric; a start that meets the
+        engine away (`sandbox/engine_retry.py`) is tried again within a bound."""
         given = dict(labels or {})
 
         def start(config: SandboxConfig, run_id: str) -> Sandbox:
             from sandbox.docker import DockerSandbox
+            from sandbox.engine_retry import with_engine_retry
 
-            return DockerSandbox.start(config, run_id, labels=given, on_exec=metrics.SANDBOX_EXEC_SECONDS.observe)
+            observe = metrics.SANDBOX_EXEC_SECONDS.observe
+            # a Docker engine away for a while (restarted: ~30 s) is waited out, within a bound, not a failed job
+            return with_engine_retry(
+                lambda: DockerSandbox.start(config, run_id, labels=given, on_exec=observe), what="starting a sandbox"
+            )
 
         return start
 

@@ -30,6 +30,7 @@ class SandboxImages:
         self._profile = settings.sandbox_profile
         self._ready = threading.Event()
         self._problem = "not checked yet"
+        self._making = threading.Lock()  # one pull or build at a time, however many job slots find it missing
 
     def ensure(self) -> str:
         """Make the image exist (present, pulled or built); how it came to be, or SandboxError."""
@@ -55,6 +56,24 @@ class SandboxImages:
                 self._problem = str(exc)
                 log.warning("sandbox image not ready", image=self.name, error=self._problem, retry_in=RETRY_SECONDS)
             stopping.wait(RETRY_SECONDS)
+
+    def ensure_present(self) -> None:
+        """Before the worker takes a job: the image is on the engine, or made again (pulled or built) when it went
+        missing since (someone removed it while the App ran); raises while it cannot be, and the job waits."""
+        from sandbox.images import exists
+
+        with self._making:
+            with self._client() as client:
+                if exists(client, self.name):
+                    return
+            self._ready.clear()  # readiness says so while it is made again
+            self._problem = "gone from the engine; being made again before the next job"
+            log.warning("sandbox image missing; making it again before taking a job", image=self.name)
+            try:
+                self.ensure()
+            except Exception as exc:
+                self._problem = f"gone from the engine, and making it again failed: {exc}"
+                raise
 
     def check_engine(self) -> None:
         """Raise while the worker's Docker engine does not answer."""

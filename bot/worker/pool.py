@@ -25,6 +25,7 @@ Runner = Callable[[Job, threading.Event], JobOutcome]
 GaveUp = Callable[[Job], None]
 RECONCILE_EVERY = 15.0
 POLL_SECONDS = 0.5
+NOT_PREPARED_WAIT = 5.0  # seconds a slot waits after a job found the worker not ready for it (`before_job`)
 KEEP_ON_STOP = (JobStatus.SUCCEEDED, JobStatus.DENIED)  # outcomes worth recording even while shutting down
 
 log = structlog.get_logger(__name__)
@@ -51,6 +52,10 @@ class Worker:
         self.warm_ups: list[Callable[[], None]] = []  # run once before the first job is claimed (imports)
         self.ready = threading.Event()  # set once the warm-ups are done; the slots claim nothing before
         self.checks: dict[str, Callable[[], None]] = {}  # more readiness checks (the engine, the sandbox image)
+        # before a run is claimed: what it needs made sure of (the sandbox image, made again when it went missing);
+        # one that raises leaves the job in the queue, its claims unspent
+        self.before_job: list[Callable[[], None]] = []
+        self.after_stop: list[Callable[[], object]] = []  # once the slots stopped: e.g. GitHub writes still queued
         self._deferred: dict[int, set[str]] = {}  # installation -> jobs waiting for its running cap
         self.worker_id = worker_id or f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
         self._stopping = threading.Event()
@@ -90,6 +95,11 @@ class Worker:
         for job_id in stuck:  # runners that did not return in time: their leases would expire anyway
             self._requeue(job_id)
         self._threads = []
+        for hook in self.after_stop:
+            try:
+                hook()
+            except Exception:  # shutting down: one hook's failure must not keep the others from running
+                log.exception("after-stop hook failed")
         log.info("worker stopped", worker_id=self.worker_id, requeued_stuck=len(stuck))
 
     def close(self) -> None:
@@ -151,7 +161,7 @@ class Worker:
         if self._stopping.is_set():
             self.queue.enqueue(job_id)  # leave it for the next worker
             return None
-        if self._at_running_cap(job_id):
+        if self._at_running_cap(job_id) or not self._prepared(job_id):
             return None
         job = self.ledger.claim(job_id, self.worker_id, self.settings.lease_seconds)
         if job is None:
@@ -208,6 +218,24 @@ class Worker:
         with self._lock:  # dispatched again when one of the installation's jobs ends (or by the reconciler)
             self._deferred.setdefault(job.installation_id, set()).add(job_id)
         log.info("job waits for its installation's running cap", job_id=job_id, cap=cap)
+        return True
+
+    def _prepared(self, job_id: str) -> bool:
+        """Whether `before_job` holds for a queued run; when not, the job goes back to the queue unclaimed and this
+        slot waits a little (the readiness probe says what is missing meanwhile)."""
+        if not self.before_job:
+            return True
+        job = self.ledger.get(job_id)
+        if job is None or job.status != JobStatus.QUEUED or job.kind.is_control:
+            return True  # the claim decides; /agent stop and help need no sandbox
+        for prepare in self.before_job:
+            try:
+                prepare()
+            except Exception as exc:  # the job waits for the worker, it does not fail for it
+                log.warning("job left in the queue: this worker cannot run it yet", job_id=job_id, error=str(exc))
+                self.queue.enqueue(job_id)
+                self._stopping.wait(NOT_PREPARED_WAIT)
+                return False
         return True
 
     def _release_deferred(self, installation_id: int) -> None:

@@ -35,6 +35,7 @@ from bot.worker.pool import Worker, build_worker
 from bot.worker.retries import RetryAdmission
 from bot.worker.review_checks import ReviewChecker
 
+WRITES_DRAIN_SECONDS = 30.0  # at shutdown: GitHub writes still queued (a second apart) get this long to go out
 log = structlog.get_logger(__name__)
 
 
@@ -42,7 +43,8 @@ def wire_worker(settings: Settings) -> Worker:
     """The process's worker: one GitHubApp, one ledger and one queue shared by the runner, notices and chores."""
     from bot.github.app import GitHubApp
 
-    github = redacting(GitHubApp(settings).for_repo, settings.secrets)  # every write this process makes is redacted
+    app = GitHubApp(settings)
+    github = redacting(app.for_repo, settings.secrets)  # every write this process makes is redacted
     ledger = open_ledger(settings)  # shared with the runner: `/agent stop` jobs cancel runs through it
     runner = build_runner(
         settings,
@@ -53,6 +55,7 @@ def wire_worker(settings: Settings) -> Worker:
         asks=AskLedger(ledger.waiting_asks, ledger.settle_ask),
     )
     worker = build_worker(settings, runner, on_gave_up=gave_up_notifier(github), ledger=ledger)
+    worker.after_stop.append(partial(app.drain, WRITES_DRAIN_SECONDS))  # queued reactions and comments go out
     worker.control.admit = RetryAdmission(ledger, github, worker.queue.enqueue).once
     worker.housekeeping = partial(sweep_sandboxes, settings.deployment_name, ledger)
     worker.warm_ups.append(import_job_modules)
@@ -60,6 +63,7 @@ def wire_worker(settings: Settings) -> Worker:
     worker.warm_ups.append(partial(images.ensure_until_ready, worker.stopping))
     worker.checks["docker_engine"] = images.check_engine
     worker.checks["sandbox_image"] = images.check
+    worker.before_job.append(images.ensure_present)  # removed while the App runs: made again, not a failed job
     if settings.create_labels:
         worker.chores.append(LabelKeeper(settings, ledger, github).run)
     worker.chores.append(ReviewChecker(ledger, github).run)  # a PR review's verdict counts once its author may write

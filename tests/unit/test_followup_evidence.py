@@ -12,7 +12,7 @@ import pytest
 import respx
 
 from bot.github.app import GitHubApp, RepoGateway
-from bot.github.gateway import BotIdentity, PullRequest
+from bot.github.gateway import BotIdentity, PullRequest, RateLimited
 from bot.jobs import Job, JobDetails, JobKind, JobStatus
 from bot.pipeline.admit.ceilings import clamp
 from bot.pipeline.task.ci_evidence import log_tail, read_evidence
@@ -139,7 +139,7 @@ def test_the_bound_is_the_repositorys_within_the_operators_ceiling() -> None:
 
 
 class _PrGateway:
-    """The two reads `gate` makes."""
+    """The two reads `gate` makes, and the note it leaves."""
 
     def __init__(self, head: str, sha: str) -> None:
         self.head, self.sha = head, sha
@@ -149,6 +149,9 @@ class _PrGateway:
 
     def get_pr(self, number: int) -> PullRequest:
         return PullRequest(number, "", "", True, head=self.head, head_sha=self.sha)
+
+    def create_comment(self, number: int, body: str) -> int:  # a skipped follow-up says why on the PR
+        return 1
 
 
 def _ci(requester: str = "mini-fix[bot]", kind: JobKind = JobKind.CI) -> Job:
@@ -174,3 +177,30 @@ def test_a_follow_up_runs_only_on_the_apps_pr_and_a_ci_one_only_for_its_current_
         assert ended is None
     else:
         assert ended is not None and ended.status == JobStatus.CANCELLED and why in str(ended.error)
+
+
+SECONDARY = {"message": "You have exceeded a secondary rate limit. Please wait a few minutes before you try again."}
+
+
+def test_a_rate_limit_on_the_annotations_is_named_a_rate_limit_not_a_permission(
+    api: respx.MockRouter, gh: RepoGateway
+) -> None:
+    api.get(f"{API}/repos/acme/w/commits/{SHA}/check-runs").respond(200, json={"check_runs": RUNS["check_runs"][2:3]})
+    # a wait past the retries' bound: githubkit does not sleep, the gateway raises at once
+    api.get(f"{API}/repos/acme/w/check-runs/13/annotations").respond(
+        403, json=SECONDARY, headers={"Retry-After": "900"}
+    )
+    evidence = read_evidence(gh, SHA, secrets=[])
+    assert [f.name for f in evidence.failures] == ["external"] and len(evidence.unread) == 1
+    note = evidence.unread[0]
+    assert "rate limit" in note and "900 s" in note and "not granted" not in note and "permission" not in note
+
+
+@pytest.mark.parametrize(("status", "body"), [(403, SECONDARY), (429, {"message": "Too Many Requests"})])
+def test_a_rate_limit_on_the_check_runs_is_raised_for_the_job_to_wait_not_noted_as_unreadable(
+    api: respx.MockRouter, gh: RepoGateway, status: int, body: dict[str, str]
+) -> None:
+    api.get(f"{API}/repos/acme/w/commits/{SHA}/check-runs").respond(status, json=body, headers={"Retry-After": "900"})
+    with pytest.raises(RateLimited) as caught:
+        read_evidence(gh, SHA, secrets=[])
+    assert caught.value.retry_after == 900

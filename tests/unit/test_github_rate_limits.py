@@ -221,4 +221,4 @@ def test_writes_of_one_installation_share_one_pacer(api: respx.MockRouter) -> No
     app = GitHubApp(settings, pacers=pacers)
     app.for_repo(7, "acme/widgets").add_reaction(3, "eyes")
     app.for_repo(7, "acme/widgets").add_reaction(3, "rocket")  # another job's gateway, same installation
-    assert t.sleeps == [1.0]
+    assert pacers.drain(10) and t.sleeps == [1.0]

@@ -39,6 +39,10 @@ class RedactingGateway:
         """Post a redacted comment."""
         return self._inner.create_comment(number, self._clean(body))
 
+    def post_comment(self, number: int, body: str) -> None:
+        """Post a redacted comment nobody waits for."""
+        self._inner.post_comment(number, self._clean(body))
+
     def update_comment(self, comment_id: int, body: str) -> None:
         """Edit a comment, redacted."""
         self._inner.update_comment(comment_id, self._clean(body))

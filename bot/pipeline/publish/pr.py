@@ -181,4 +181,4 @@ def attach_trajectory(
 ) -> None:
     """Post the trajectory as one collapsed comment on the PR."""
     body = render_trajectory(steps_from_messages(messages), run=run, exit_status=exit_status, run_link=run_link)
-    gh.create_comment(pr.number, body)
+    gh.post_comment(pr.number, body)  # a second after the PR is opened, while the run ends: nobody waits for it

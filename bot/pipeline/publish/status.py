@@ -128,7 +128,7 @@ class StatusComment:
         try:
             self.finish(outcome, links)
             if comment is not None:
-                self.gh.create_comment(self.issue, comment)
+                self.gh.post_comment(self.issue, comment)  # in the installation's write order; the run goes on
             if outcome.reaction:
                 self.gh.add_reaction(self.issue, outcome.reaction)
         except GitHubError as exc:

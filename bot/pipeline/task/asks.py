@@ -19,6 +19,7 @@ from bot.render import render
 WaitingAsks = Callable[[str, int], list[Job]]  # (repo, issue) -> its waiting asks, oldest first
 SettleAsk = Callable[[str, JobStatus, str], bool]  # (job id, status, why) -> False when it no longer waits
 
+STALE_CI = "ci follow-up: the pull request has a newer head commit"
 log = structlog.get_logger(__name__)
 
 
@@ -65,6 +66,9 @@ def fold(job: Job, gh: GitHubGateway, asks: AskLedger | None) -> list[Job]:
             carried.append(ask)
         elif status == JobStatus.DENIED:
             deny(ask, gh, why.removeprefix("requester role is "))
+        elif why == STALE_CI:  # a skipped follow-up says why on the PR, never silently
+            note = render("followup_comment.md", kind="skipped", why="newer", sha=ask.details.head_sha[:12])
+            gh.create_comment(pull_of(ask), note)
     return carried
 
 
@@ -75,5 +79,5 @@ def _verdict(ask: Job, gh: GitHubGateway) -> tuple[JobStatus, str]:
             return JobStatus.CANCELLED, f"ci follow-up: sent by {ask.requester}, not the App"
         return JobStatus.DENIED, f"requester role is {role}"
     if ask.kind == JobKind.CI and ask.details.head_sha != gh.get_pr(pull_of(ask)).head_sha:
-        return JobStatus.CANCELLED, "ci follow-up: the pull request has a newer head commit"
+        return JobStatus.CANCELLED, STALE_CI
     return JobStatus.FOLDED, ""

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import structlog
 
 from bot.github.errors import status_of
-from bot.github.gateway import CheckRun, GitHubError, GitHubGateway
+from bot.github.gateway import CheckRun, GitHubError, GitHubGateway, RateLimited
 from bot.pipeline.task.untrusted import plain, quoted
 
 FAILED = frozenset({"failure", "timed_out"})
@@ -63,9 +63,12 @@ def log_tail(text: str) -> str:
 
 
 def read_evidence(gh: GitHubGateway, sha: str, secrets: Sequence[str]) -> CiEvidence:
-    """The failing check runs of `sha`; a permission the installation has not granted yet becomes a note."""
+    """The failing check runs of `sha`; a permission the installation has not granted yet becomes a note. GitHub's
+    rate limit on the list itself is raised (`RateLimited`): the job waits it out, nothing is said to be missing."""
     try:
         runs = [r for r in gh.check_runs(sha) if r.conclusion in FAILED]
+    except RateLimited:
+        raise
     except GitHubError as exc:
         return CiEvidence((), (_why("the check runs", "checks: read", exc),))
     unread: list[str] = []
@@ -103,7 +106,9 @@ def _one_line(text: str) -> str:
 
 def _why(what: str, permission: str, exc: GitHubError) -> str:
     status = status_of(exc)
-    log.warning("ci_evidence_unread", what=what, status=status)
+    log.warning("ci_evidence_unread", what=what, status=status, rate_limited=isinstance(exc, RateLimited))
+    if isinstance(exc, RateLimited):  # a 403/429 that names a rate limit is GitHub's pacing, never a permission
+        return f"{what}: GitHub's rate limit refused the read (it asked to wait {exc.retry_after:.0f} s)"
     if status in (403, 422):  # 422: the installation cannot mint a token with the permission it has not accepted
         return f"{what}: this installation has not granted `{permission}` (accept the App's new permissions)"
     return f"{what}: GitHub answered {status or 'with an error'}"

@@ -12,9 +12,9 @@ from typing import TypedDict
 
 import structlog
 
-from bot.github.gateway import GitHubGateway, PullRequest, Review
+from bot.github.gateway import GitHubGateway, PullRequest, RateLimited, Review
 from bot.jobs import AddressedAsk, AddressedComment, Job, JobKind, JobOutcome, JobStatus
-from bot.pipeline.task.ci_evidence import read_evidence
+from bot.pipeline.task.ci_evidence import CiEvidence, read_evidence
 from bot.pipeline.task.issue import MAX_GUIDANCE_CHARS, cap, clean
 from bot.pipeline.task.untrusted import plain, quoted
 from bot.render import render
@@ -50,6 +50,10 @@ def gate(job: Job, gh: GitHubGateway) -> JobOutcome | None:
     if (ended := pr_ended(job, pr, gh, when="before this follow-up started")) is not None:
         return JobOutcome(JobStatus.CANCELLED, error=f"follow-up: #{pr.number} was {ended}")
     if job.kind == JobKind.CI and pr.head_sha and pr.head_sha != job.details.head_sha:
+        if job.attempts <= 1:  # a resumed one's newer commit may be its own push; its status comment says it
+            why = render("followup_comment.md", kind="skipped", why="newer", sha=job.details.head_sha[:12])
+            gh.create_comment(pr.number, why)
+        log.info("ci_followup_skipped", why="newer head commit", sha=job.details.head_sha)
         return JobOutcome(JobStatus.CANCELLED, error="ci follow-up: the pull request has a newer head commit")
     return None
 
@@ -144,12 +148,22 @@ def _prepare_ci(
         log.info("ci_followup_bound", done=done, limit=limit)
         return JobOutcome(JobStatus.CANCELLED, error=f"ci_followups: {done} done, the limit is {limit}")
     sha = job.details.head_sha
-    evidence = read_evidence(gh, sha, settings.secrets)
+    try:
+        evidence = read_evidence(gh, sha, settings.secrets)
+    except RateLimited as exc:
+        if alone:  # nothing else to run: the job goes back to the queue by GitHub's wait, uncounted
+            raise
+        # people's asks were folded into this run already: they go on, with the rate limit named
+        evidence = CiEvidence((), (f"the check runs: GitHub's rate limit refused the read ({exc})",))
     if not evidence.failures and evidence.unread:
         if alone:
             gh.create_comment(pull, render("followup_comment.md", kind="unread", notes=list(evidence.unread)))
-        return JobOutcome(JobStatus.FAILED, error="ci follow-up: could not read the failure")
+        # not run, so not counted toward `ci_followups` (`ci_done` counts runs): cancelled, not failed
+        return JobOutcome(JobStatus.CANCELLED, error="ci follow-up: not run, could not read the failure")
     if not evidence.failures:
+        if alone:  # e.g. a re-run turned green meanwhile: said on the PR, never silently dropped
+            gh.create_comment(pull, render("followup_comment.md", kind="skipped", why="green", sha=sha[:12]))
+        log.info("ci_followup_skipped", why="no failing check run", sha=sha)
         return JobOutcome(JobStatus.CANCELLED, error="ci follow-up: no failing check run on the commit any more")
     text = render("followup_ci.md", pull=pull, sha=sha, failures=list(evidence.failures), unread=list(evidence.unread))
     names = ", ".join(f"`{f.name}`" for f in evidence.failures)
@@ -245,4 +259,4 @@ def answer(job: Job, gh: GitHubGateway, run_id: str) -> None:
     asks = list(job.details.followup_asks)
     if not any(a.kind == "review" for a in asks) and len(asks) < 2:
         return
-    gh.create_comment(pull_of(job), render("followup_comment.md", kind="addressed", run_id=run_id, asks=asks))
+    gh.post_comment(pull_of(job), render("followup_comment.md", kind="addressed", run_id=run_id, asks=asks))
