@@ -27,7 +27,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from bot.pipeline.judge.missing import missing_tool, shell_said
+from bot.pipeline.judge.missing import CODES, describe, missing_tool, shell_said
 
 PASSED = "passed"
 FAILED = "failed"
@@ -107,9 +107,11 @@ def read(output: str, returncode: int | None, command: str = "", *, timed_out: b
     tool = missing_tool(returncode, output, command)
     known_pass = counts.passed > 0
     if not known_pass and (tool or (returncode not in (0, None) and (tool := _shell_not_found(lines)))):
-        code = returncode if returncode in (126, 127) else None
-        how = f" (exit {code})" if code is not None else ""
-        return Reading(NOT_RUN, f"`{tool}` is not found in the sandbox{how}", missing_tool=tool)
+        if returncode in CODES:
+            why = describe(tool, returncode)  # `mocha` is not found in the sandbox image (exit 127), so no test ran
+        else:  # a script that went on after the shell's `not found` (yarn exits 1)
+            why = f"`{tool}` is not found in the sandbox image, so no test ran"
+        return Reading(NOT_RUN, why, missing_tool=tool)
     if not known_pass and (missing := _missing(lines)) is not None:
         why, module = missing
         return Reading(NOT_RUN, why, ", ".join(counts.runners), missing_module=module)
@@ -164,7 +166,9 @@ def provided(module: str, paths: Iterable[str]) -> bool:
 _PYTEST_WORDS = r"(?:passed|failed|errors?|skipped|deselected|xfailed|xpassed|warnings?|rerun|subtests passed)"
 _PYTEST = re.compile(rf"^=*\s?((?:\d{{1,9}} {_PYTEST_WORDS}(?:, )?){{1,10}}|no tests ran) in \d[\d.]{{0,12}} ?s")
 _PYTEST_PART = re.compile(r"(\d{1,9}) ([a-z]{4,10})")
-_PYTEST_COLLECTING = re.compile(r"^(?:Interrupted: \d{1,9} errors? during collection|=+ ERRORS =+$|_+ ERROR collecting )")
+_PYTEST_COLLECTING = re.compile(
+    r"^(?:Interrupted: \d{1,9} errors? during collection|=+ ERRORS =+$|_+ ERROR collecting )"
+)
 _UNITTEST_RAN = re.compile(r"^Ran (\d{1,9}) tests? in ")
 _UNITTEST_END = re.compile(r"^(OK|FAILED|NO TESTS RAN)(?: \(([\w=, ]{0,200})\))?\s*$")
 _UNITTEST_LOAD = re.compile(r"^ERROR: \S{1,300} \(unittest\.loader\._FailedTest")
@@ -183,7 +187,9 @@ _NODE = re.compile(r"^(?:#|\u2139) (tests|pass|fail|cancelled|skipped|todo) (\d{
 _MOCHA = re.compile(r"^\s{0,8}(\d{1,9}) (passing|failing|pending)(?: \(\d[\w.]{0,12}\))?\s*$")
 _JEST = re.compile(r"^Tests:\s{1,20}((?:\d{1,9} [a-z]{4,9}, ){0,6})(\d{1,9}) total\s*$")
 _JEST_SUITES = re.compile(r"^Test Suites:\s{1,20}(?:(\d{1,9}) failed, )?.{0,80}?(\d{1,9}) total\s*$")
-_VITEST = re.compile(r"^\s{0,8}Tests\s{1,8}((?:\d{1,9} [a-z]{4,9}(?: \| )?){1,6}|no tests)(?:\s{0,4}\((\d{1,9})\))?\s*$")
+_VITEST = re.compile(
+    r"^\s{0,8}Tests\s{1,8}((?:\d{1,9} [a-z]{4,9}(?: \| )?){1,6}|no tests)(?:\s{0,4}\((\d{1,9})\))?\s*$"
+)
 _VITEST_FILES = re.compile(r"^\s{0,8}Test Files\s{1,8}(\d{1,9}) failed")
 # big.js's runner: ` Testing abs... 143 of 143 tests passed in 4 ms`, then ` In total, 47455 of 47456 tests passed`
 _OF_M = re.compile(r"^\s{0,20}(In total, |Testing \S{1,80}\.\.\. )?(\d{1,9}) of (\d{1,9}) tests? passed\b")
@@ -226,7 +232,7 @@ def _unittest(lines: list[str], counts: _Counts) -> None:
         skipped = details.get("skipped", 0) + details.get("expected failures", 0)
         load = sum(1 for line in lines[:i] if _UNITTEST_LOAD.match(line))
         load = min(load, failed)
-        said = line.strip() + (f" {end.group(0).strip()}" if end is not None else "")
+        said = f"Ran {total} tests" + (f", {end.group(0).strip()}" if end is not None else "")
         counts.add("unittest", max(total - failed - skipped, 0), failed - load, said, load_errors=load)
 
 
@@ -372,21 +378,31 @@ _PY_MISSING = re.compile(r"^(?:E\s{1,10})?(?:ModuleNotFoundError|ImportError): N
 _PY_MINUS_M = re.compile(r"^\S{0,200}python[\d.]{0,6}: No module named ([\w.]{1,200})\s*$")
 _MISSING = [
     # Python
-    _signal(r"^(?:pytest|py\.test|__main__\.py): error: unrecognized arguments: (.{1,120})",
-            "pytest does not know `{0}` (an option of a plugin that is not installed)"),
+    _signal(
+        r"^(?:pytest|py\.test|__main__\.py): error: unrecognized arguments: (.{1,120})",
+        "pytest does not know `{0}` (an option of a plugin that is not installed)",
+    ),
     # JavaScript
     _signal(r"Cannot find (?:module|package) '([^'./][^']{0,120})'", "the package `{0}` is not installed"),
     _signal(r"^npm (?:ERR!|error) [Mm]issing script: \"?([\w:.-]{1,60})", "package.json has no `{0}` script"),
-    _signal(r"^npm (?:ERR!|error) code (EAI_AGAIN|ENOTFOUND|ECONNREFUSED|ENETUNREACH|ENOTCACHED|ETIMEDOUT)\b",
-            "npm needed the network to fetch a package ({0}); it is not installed"),
+    _signal(
+        r"^npm (?:ERR!|error) code (EAI_AGAIN|ENOTFOUND|ECONNREFUSED|ENETUNREACH|ENOTCACHED|ETIMEDOUT)\b",
+        "npm needed the network to fetch a package ({0}); it is not installed",
+    ),
     _signal(r"^error Command \"([\w.@/-]{1,80})\" not found", "`{0}` is not installed (yarn)"),
     _signal(r"ERR_PNPM_\w{0,40} {1,4}Command \"([\w.@/-]{1,80})\" not found", "`{0}` is not installed (pnpm)"),
     # Go
-    _signal(r"no required module provides package ([^\s;]{1,200})", "the Go dependency providing `{0}` is not downloaded"),
-    _signal(r"missing go\.sum entry for module providing package (\S{1,200})",
-            "the Go dependency providing `{0}` is not downloaded (missing go.sum entry)"),
-    _signal(r"^go: (?:go\.mod|module \S{1,200}) requires go >= ?([\d.]{1,20})",
-            "the project needs Go {0}, newer than the sandbox's"),
+    _signal(
+        r"no required module provides package ([^\s;]{1,200})", "the Go dependency providing `{0}` is not downloaded"
+    ),
+    _signal(
+        r"missing go\.sum entry for module providing package (\S{1,200})",
+        "the Go dependency providing `{0}` is not downloaded (missing go.sum entry)",
+    ),
+    _signal(
+        r"^go: (?:go\.mod|module \S{1,200}) requires go >= ?([\d.]{1,20})",
+        "the project needs Go {0}, newer than the sandbox's",
+    ),
     _signal(r"toolchain not available", "the project's Go toolchain is not available in the sandbox"),
     _signal(r"^go: updates to go\.mod needed", "go.mod needs updates (`go mod tidy`) that need the network"),
     _signal(r"dial tcp: lookup (\S{1,120})", "a Go dependency had to be downloaded from {0}; there is no network"),
@@ -395,8 +411,10 @@ _MISSING = [
     _signal(r"^error: failed to get `([\w.-]{1,80})` as a dependency", "the Rust dependency `{0}` is not available"),
     _signal(r"no matching package named `([\w.-]{1,80})` found", "the Rust dependency `{0}` is not available"),
     _signal(r"failed to load source for dependency `([\w.-]{1,80})`", "the Rust dependency `{0}` is not available"),
-    _signal(r"attempting to make an HTTP request, but --offline was specified",
-            "cargo needed the network to fetch a dependency"),
+    _signal(
+        r"attempting to make an HTTP request, but --offline was specified",
+        "cargo needed the network to fetch a dependency",
+    ),
     _signal(r"requires rustc ([\d.]{1,20})", "the project needs rustc {0}, newer than the sandbox's"),
     _signal(r"feature `([\w-]{1,40})` is required", "the project needs a newer cargo (feature `{0}`)"),
     _signal(r"lock file version (\d{1,3}) requires", "Cargo.lock version {0} needs a newer cargo"),
@@ -405,12 +423,18 @@ _MISSING = [
     _signal(r"(Could not resolve dependencies for project .{0,100})", "Maven could not resolve a dependency: {0}"),
     _signal(r"(Could not transfer artifact .{0,100})", "Maven could not resolve a dependency: {0}"),
     _signal(r"(Failed to read artifact descriptor for .{0,100})", "Maven could not resolve a dependency: {0}"),
-    _signal(r"(Plugin \S{1,200} or one of its dependencies could not be resolved)",
-            "Maven could not resolve a dependency: {0}"),
+    _signal(
+        r"(Plugin \S{1,200} or one of its dependencies could not be resolved)",
+        "Maven could not resolve a dependency: {0}",
+    ),
     _signal(r"(Cannot access \S{1,100} in offline mode.{0,60})", "Maven could not resolve a dependency: {0}"),
-    _signal(r"(Could not resolve all (?:files|dependencies|artifacts) for .{0,100})",
-            "Gradle could not resolve a dependency: {0}"),
-    _signal(r"(No cached version of \S{1,200} available for offline mode)", "Gradle could not resolve a dependency: {0}"),
+    _signal(
+        r"(Could not resolve all (?:files|dependencies|artifacts) for .{0,100})",
+        "Gradle could not resolve a dependency: {0}",
+    ),
+    _signal(
+        r"(No cached version of \S{1,200} available for offline mode)", "Gradle could not resolve a dependency: {0}"
+    ),
     _signal(r"invalid target release: (\S{1,20})", "the project needs Java {0}, newer than the sandbox's JDK"),
     _signal(r"release version (\d{1,3}) not supported", "the project needs Java {0}, newer than the sandbox's JDK"),
 ]
