@@ -107,7 +107,7 @@ def sample(name: str) -> tuple[str, int]:
         ("bash_not_found", NOT_RUN, "`mocha` is not found"),
         ("sh_not_found", NOT_RUN, "`jest` is not found"),
         ("npx_mocha_offline", NOT_RUN, "npm needed the network to fetch a package (ENOTCACHED)"),
-        ("npm_missing_script", NOT_RUN, "package.json has no `test` script"),
+        ("npm_missing_script", NOT_RUN, 'package.json has no "test" script'),
     ],
 )
 def test_the_runners_own_summary_decides(name: str, verdict: str, said: str) -> None:
@@ -210,3 +210,21 @@ def test_a_module_the_change_adds_is_provided_by_it() -> None:
     paths = ["src/calc/newmod.py", "calc2/pkg/__init__.py", "tests/test_new.py"]
     assert provided("calc.newmod", paths) and provided("pkg", paths)
     assert not provided("semver", paths) and not provided("calc", paths) and not provided("../x", paths)
+
+
+def test_a_package_the_change_itself_imports_is_its_failure_not_could_not_run() -> None:
+    output, code = sample("pytest_missing_module")
+    assert read(output, code, "pytest").verdict == NOT_RUN
+    adds_import = "+++ b/calc.py\n+import semver\n"
+    reading = read(output, code, "pytest", changed=adds_import)
+    assert reading.verdict == FAILED and reading.why.startswith("its change uses `semver`, which the sandbox")
+    assert read(output, code, "pytest", changed="+++ b/calc.py\n+import semver_extra\n").verdict == NOT_RUN
+    output, code = sample("npm_mocha_not_found")
+    assert read(output, code, "npm test", changed='+++ b/package.json\n+    "test": "mocha test/"\n').verdict == FAILED
+
+
+def test_what_a_diff_introduces_is_read_from_its_added_lines_as_whole_words() -> None:
+    assert testrun.introduced("no_such_module", "--- a/x.py\n+++ b/x.py\n+import no_such_module\n")
+    assert testrun.introduced("yaml.x", "+from yaml import x\n")
+    assert not testrun.introduced("chai", "+const c = require('chai-as-promised');\n")
+    assert not testrun.introduced("semver", "-import semver\n import semver\n+++ b/semver.py\n")

@@ -375,3 +375,15 @@ def test_a_go_reproduction_runs_only_the_tests_its_change_adds(base: Path) -> No
     [c] = _verify([c], base, Factory(), RepoConfig(test="true", reproduce=template, test_paths=["*_test.go"]))
     assert c.reproduction is not None
     assert c.reproduction.command == "echo go test ./calc -run '^(TestAddNegative)$'; exit 1"
+
+
+def test_a_change_that_imports_a_missing_package_fails_its_tests_and_ranks_behind(base: Path) -> None:
+    # The scripted "broken" attempt: its fix also adds `import no_such_module`; every test then fails to import.
+    ops = FIX[1].replace('"""Arithmetic on two numbers."""', '"""Arithmetic on two numbers."""\nimport no_such_module')
+    broken = candidate(base, 1, (FIX[0], ops), REPRO)
+    fixed = candidate(base, 2, FIX, REPRO)
+    broken, fixed = _verify([broken, fixed], base, Factory(), RepoConfig(test=REPO_TEST))
+    assert broken.test is not None and broken.test["verdict"] == "failed"
+    assert "its change uses `no_such_module`" in broken.test["summary"]
+    assert broken.reproduction is not None and broken.reproduction.passes_after is False
+    assert choose([broken, fixed]).chosen is fixed

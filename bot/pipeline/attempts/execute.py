@@ -308,16 +308,18 @@ def sandbox_cwd(sandbox: Sandbox) -> str:
     return config.cwd if isinstance(config, SandboxConfig) else SandboxConfig().cwd
 
 
-def run_test(sandbox: Sandbox, command: str) -> dict[str, object]:
+def run_test(sandbox: Sandbox, command: str, *, changed: str = "") -> dict[str, object]:
     """Run the repository's test command after the agent: command, return code (the engine's own exec exit code,
     not anything the agent's processes could write), the output's tail, and the verdict the host reads from the
     exit code and the runner's own summary (`testrun.read`: `passed` only when tests ran and none failed; `verdict`
-    passed, failed, no tests ran or could not run; `summary` why)."""
+    passed, failed, no tests ran or could not run; `summary` why). `changed`: the diff under test (a package only
+    its added lines name, missing from the sandbox, is the change's failure, not "could not run")."""
     try:
         result = sandbox.run_check(command, timeout=TEST_TIMEOUT)
     except SandboxError as exc:
         failed = {"passed": False, "verdict": NOT_RUN, "summary": f"the sandbox failed: {exc}"}
         return {"command": command, "returncode": -1, "output": str(exc), **failed}
     output = result.output[-OUTPUT_TAIL:] + (f"\n{result.exception_info}" if result.exception_info else "")
-    reading = testrun.read(result.output, result.returncode, command, timed_out=bool(result.exception_info))
+    timed_out = bool(result.exception_info)
+    reading = testrun.read(result.output, result.returncode, command, timed_out=timed_out, changed=changed)
     return {"command": command, "returncode": result.returncode, "output": output, **reading.fields()}

@@ -38,6 +38,7 @@ VERDICTS = (PASSED, FAILED, NO_TESTS, NOT_RUN)
 TAIL_CHARS = 64 * 1024  # of the output read (summaries are printed last)
 LINE_CHARS = 400  # of one line looked at
 QUOTE_CHARS = 160  # of a line quoted back in a reason
+MAX_DIFF_CHARS = 1024 * 1024  # of a change's diff searched for what it introduced
 
 _ANSI = re.compile(r"\x1b\[[0-9;?]{0,20}[A-Za-z]")
 
@@ -53,6 +54,7 @@ class Reading:
     failed: int | None = None  # tests it counts as failed or errored
     missing_tool: str | None = None  # exit 127/126: the program the shell could not run
     missing_module: str | None = None  # a Python module the run could not import (dotted name)
+    missing: str | None = None  # the module, package or dependency it said is missing, by name
 
     @property
     def ok(self) -> bool:
@@ -100,8 +102,21 @@ class _Counts:
         return f"{', '.join(self.runners)}: {_cut(said)}"
 
 
-def read(output: str, returncode: int | None, command: str = "", *, timed_out: bool = False) -> Reading:
-    """The verdict of a test run from its exit code and the end of its output."""
+def read(
+    output: str, returncode: int | None, command: str = "", *, timed_out: bool = False, changed: str = ""
+) -> Reading:
+    """The verdict of a test run from its exit code and the end of its output. `changed`: the diff of the change
+    the run tested (the host's own); a missing tool, module or package that its added lines name is the change's
+    doing (an import of a package that is not installed), so a failure, not "could not run"."""
+    reading = _read(output, returncode, command, timed_out)
+    name = reading.missing_tool or reading.missing
+    if reading.verdict == NOT_RUN and name and changed and introduced(name, changed):
+        why = f"its change uses `{name}`, which the sandbox does not have ({reading.why})"
+        return Reading(FAILED, _cut(why, QUOTE_CHARS * 2), reading.runner, 0, 0, reading.missing_tool, reading.missing)
+    return reading
+
+
+def _read(output: str, returncode: int | None, command: str, timed_out: bool) -> Reading:
     lines = _lines(output)
     counts = _count(lines)
     tool = missing_tool(returncode, output, command)
@@ -113,8 +128,8 @@ def read(output: str, returncode: int | None, command: str = "", *, timed_out: b
             why = f"`{tool}` is not found in the sandbox image, so no test ran"
         return Reading(NOT_RUN, why, missing_tool=tool)
     if not known_pass and (missing := _missing(lines)) is not None:
-        why, module = missing
-        return Reading(NOT_RUN, why, ", ".join(counts.runners), missing_module=module)
+        why, module, name = missing
+        return Reading(NOT_RUN, why, ", ".join(counts.runners), missing_module=module, missing=name)
     runner = ", ".join(counts.runners)
     ran = counts.passed + counts.failed
     if timed_out:
@@ -148,6 +163,16 @@ def of(test: dict[str, Any] | None) -> str:
     if test.get("missing_tool") or test.get("returncode") == -1:
         return NOT_RUN
     return FAILED
+
+
+def introduced(name: str, diff: str) -> bool:
+    """Whether a line the diff adds names `name` as a whole word (for a dotted Python module, its top package)."""
+    words = {name, name.split(".")[0]} if "." in name and "/" not in name else {name}
+    patterns = [re.compile(rf"(?<![\w.@/-]){re.escape(w)}(?![\w-])") for w in words if len(w) > 1]
+    for line in diff[:MAX_DIFF_CHARS].splitlines():
+        if line.startswith("+") and not line.startswith("+++") and any(p.search(line[:LINE_CHARS]) for p in patterns):
+            return True
+    return False
 
 
 def provided(module: str, paths: Iterable[str]) -> bool:
@@ -277,7 +302,8 @@ def _cargo(lines: list[str], counts: _Counts) -> None:
 
 
 def _surefire(lines: list[str], counts: _Counts) -> None:
-    totals, classes = [], []
+    totals: list[re.Match[str]] = []
+    classes: list[re.Match[str]] = []
     for line in lines:
         if match := _SUREFIRE.match(line):
             (classes if "Time elapsed" in match.group(5) else totals).append(match)
@@ -369,8 +395,10 @@ def _of_m(lines: list[str], counts: _Counts) -> None:
 _Why = Callable[["re.Match[str]"], str]
 
 
-def _signal(pattern: str, why: str | _Why) -> tuple[re.Pattern[str], _Why]:
-    return re.compile(pattern), (why if callable(why) else (lambda m, why=why: why.format(*map(_clean, m.groups()))))
+def _signal(pattern: str, why: str) -> tuple[re.Pattern[str], _Why, bool]:
+    """A line pattern saying something is missing, the reason (`{0}`: its first group), and whether that group is
+    the missing thing's name (the reason quotes it as `{0}`)."""
+    return re.compile(pattern), (lambda m: why.format(*map(_clean, m.groups()))), "`{0}`" in why
 
 
 _RUNNER_MISSING = re.compile(r"No module named (pytest|py\.test|nose2?|tox)\s*$")
@@ -384,7 +412,7 @@ _MISSING = [
     ),
     # JavaScript
     _signal(r"Cannot find (?:module|package) '([^'./][^']{0,120})'", "the package `{0}` is not installed"),
-    _signal(r"^npm (?:ERR!|error) [Mm]issing script: \"?([\w:.-]{1,60})", "package.json has no `{0}` script"),
+    _signal(r"^npm (?:ERR!|error) [Mm]issing script: \"?([\w:.-]{1,60})", 'package.json has no "{0}" script'),
     _signal(
         r"^npm (?:ERR!|error) code (EAI_AGAIN|ENOTFOUND|ECONNREFUSED|ENETUNREACH|ENOTCACHED|ETIMEDOUT)\b",
         "npm needed the network to fetch a package ({0}); it is not installed",
@@ -454,18 +482,18 @@ _PY_ERROR = re.compile(r"^E\s{1,10}(\w{1,40}(?:Error|Exception): .{1,200})")
 _NONE_IN_LINE = re.compile(r"No tests were executed!|No tests matching pattern")
 
 
-def _missing(lines: list[str]) -> tuple[str, str | None] | None:
-    """Why the tests could not run, from the first line that says a module, dependency or toolchain is missing,
-    and the missing Python module (None when it is something else)."""
+def _missing(lines: list[str]) -> tuple[str, str | None, str | None] | None:
+    """Why the tests could not run, from the first line that says a module, dependency or toolchain is missing;
+    the missing Python module (None when it is something else); the missing thing's name where the line gives one."""
     for line in lines:
         if match := _RUNNER_MISSING.search(line):
-            return f"{match.group(1)} is not installed in the sandbox (`{_cut(_clean(line))}`)", None
+            return f"{match.group(1)} is not installed in the sandbox (`{_cut(_clean(line))}`)", None, None
         if match := _PY_MISSING.match(line) or _PY_MINUS_M.match(line):
             module = match.group(1)
-            return f"the Python module `{module}` is not installed (`{_cut(_clean(line))}`)", module
-        for pattern, why in _MISSING:
+            return f"the Python module `{module}` is not installed (`{_cut(_clean(line))}`)", module, module
+        for pattern, why, named in _MISSING:
             if match := pattern.search(line):
-                return _cut(why(match), QUOTE_CHARS * 2), None
+                return _cut(why(match), QUOTE_CHARS * 2), None, (_clean(match.group(1)) if named else None)
     return None
 
 

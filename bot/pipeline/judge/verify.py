@@ -194,17 +194,18 @@ class _Bench:
     def _after(self, b: _Built, rep: Reproduction) -> None:
         if not self.repo.test and rep.fails_before is not True:
             return  # nothing to learn from the change's own sandbox
+        diff = b.candidate.change.diff if b.candidate.change is not None else ""
 
         def run(sandbox: Sandbox) -> None:
             if rep.fails_before is True:
-                reading, rep.after = _check(sandbox, rep.command)
+                reading, rep.after = _check(sandbox, rep.command, changed=diff)
                 rep.after_verdict = reading.text()
                 if reading.verdict == testrun.NOT_RUN:
                     rep.detail = f"could not run the tests with its change: {reading.why}"
                 else:
                     rep.passes_after = reading.ok
             if self.repo.test:
-                b.test = run_test(sandbox, self.repo.test)
+                b.test = run_test(sandbox, self.repo.test, changed=diff)
 
         assert b.after is not None
         failed = self._session(b.after, f"{b.candidate.index}-after", run)
@@ -284,13 +285,13 @@ def _lay_over(sandbox: Sandbox, base: Path, tree: Path) -> None:
             raise SandboxError(f"could not remove the files the change deletes: {result.output[-OUTPUT_TAIL:]}")
 
 
-def _check(sandbox: Sandbox, command: str) -> tuple[testrun.Reading, str]:
-    """What the host reads from the run (the engine's exit code, a timeout, the runner's summary) and the output's
-    tail."""
+def _check(sandbox: Sandbox, command: str, *, changed: str = "") -> tuple[testrun.Reading, str]:
+    """What the host reads from the run (the engine's exit code, a timeout, the runner's summary; `changed`: the
+    diff under test) and the output's tail."""
     result = sandbox.run_check(command, timeout=TEST_TIMEOUT)
     tail = result.output[-OUTPUT_TAIL:] + (f"\n{result.exception_info}" if result.exception_info else "")
-    reading = testrun.read(result.output, result.returncode, command, timed_out=bool(result.exception_info))
-    return reading, tail
+    timed_out = bool(result.exception_info)
+    return testrun.read(result.output, result.returncode, command, timed_out=timed_out, changed=changed), tail
 
 
 def _verdict_detail(rep: Reproduction) -> str:
