@@ -225,3 +225,11 @@ def test_a_reproduction_that_could_not_run_says_so_in_the_table() -> None:
     c = _cand(1, reproduction=Reproduction(files=["tests/test_x.py"], detail=detail))
     table = attempts_table(choose([c]), [c], {})
     assert f":grey_question: {detail}" in table and "not checked" not in table
+
+
+def test_evidence_says_what_the_runner_counted_before_and_after() -> None:
+    rep = _valid()
+    rep.before_verdict, rep.after_verdict = "failed (pytest: 1 failed, 2 passed; exit 1)", "passed (pytest: 3 passed)"
+    shown = evidence(_cand(1, reproduction=rep))
+    assert "it **fails** (as the issue describes): failed (pytest: 1 failed, 2 passed; exit 1);" in shown
+    assert "it **passes**: passed (pytest: 3 passed)." in shown
