@@ -116,7 +116,7 @@ def _javascript(checkout: Path) -> TestPlan | None:
 def _go(checkout: Path) -> TestPlan | None:
     if not _exists(checkout, "go.mod"):
         return None
-    one = "`go test` with the package's directory (such as `./` and its path) and `-run '^TestName$'`"
+    one = "`go test` with the package's directory (such as `./` and its path) and `-run` with the test's name"
     return TestPlan("go", "go test ./...", "inferred from go.mod", one, runners.GO)
 
 
