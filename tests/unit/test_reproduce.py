@@ -130,6 +130,7 @@ def test_the_files_each_runner_is_given() -> None:
     assert runnable("mvn -o test -Dtest={classes}", files) == ["src/test/java/FooTest.java"]
     assert runnable("npx vitest run {files}", files) == ["test/a.test.js", "test/b.spec.ts"]
     assert runnable("python3 -m unittest {files}", files) == ["tests/test_a.py"]
+    assert runnable("gradle test --offline", ["src/test/groovy/FooSpec.groovy"]) == ["src/test/groovy/FooSpec.groovy"]
 
 
 def test_the_tests_a_change_adds_are_read_from_the_hosts_diff() -> None:

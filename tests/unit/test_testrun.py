@@ -220,7 +220,8 @@ def test_a_package_the_change_itself_imports_is_its_failure_not_could_not_run() 
     assert reading.verdict == FAILED and reading.why.startswith("its change uses `semver`, which the sandbox")
     assert read(output, code, "pytest", changed="+++ b/calc.py\n+import semver_extra\n").verdict == NOT_RUN
     output, code = sample("npm_mocha_not_found")
-    assert read(output, code, "npm test", changed='+++ b/package.json\n+    "test": "mocha test/"\n').verdict == FAILED
+    reading = read(output, code, "npm test", changed='+++ b/package.json\n+    "test": "mocha test/"\n')
+    assert reading.verdict == FAILED and "missing_tool" not in reading.fields()  # the PR says failed, not missing
 
 
 def test_what_a_diff_introduces_is_read_from_its_added_lines_as_whole_words() -> None:

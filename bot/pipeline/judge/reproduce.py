@@ -91,7 +91,7 @@ def runnable(template: str, files: list[str]) -> list[str]:
     go test, Java classes for Maven, ...), else all (a command without placeholders gets none, but the test files
     are still laid on the base commit)."""
     kind = runners.kind(template)
-    if kind is None:
+    if kind is None or not _PLACEHOLDER.search(template):  # a whole-suite command takes no files: all are laid
         return files
     found = [f for f in files if f.endswith(runners.EXTENSIONS[kind])]
     if kind == "java":

@@ -70,7 +70,7 @@ class Reading:
     def fields(self) -> dict[str, Any]:
         """What a `test` verdict dict carries from it."""
         found: dict[str, Any] = {"passed": self.ok, "verdict": self.verdict, "summary": self.why}
-        if self.missing_tool:
+        if self.missing_tool and self.verdict == NOT_RUN:  # not when its own change is what runs the missing tool
             found["missing_tool"] = self.missing_tool
         return found
 

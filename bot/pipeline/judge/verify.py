@@ -270,7 +270,8 @@ class _Bench:
         return ""
 
     def _not_run(self, why: str) -> dict[str, Any]:
-        return {"command": self.repo.test, "returncode": -1, "passed": False, "output": f"not run: {why}"}
+        failed = {"passed": False, "verdict": testrun.NOT_RUN, "summary": why}
+        return {"command": self.repo.test, "returncode": -1, "output": f"not run: {why}", **failed}
 
 
 def _lay_over(sandbox: Sandbox, base: Path, tree: Path) -> None:
