@@ -25,7 +25,12 @@ _PYTEST_MARKERS = {
     "setup.cfg": "[tool:pytest]",
     "tox.ini": "[pytest]",
     "pytest.ini": "[pytest]",
+    ".pytest.ini": "[pytest]",
 }
+# tox.ini's `commands` running pytest (on the line or a continuation line), and pytest's conftest.py files: a pytest
+# project even without a `[pytest]` section (unittest would run none of its plain test functions).
+_TOX_PYTEST = re.compile(r"(?m)^[ \t]*commands[ \t]*=.{0,200}\bpy\.?test\b|^[ \t]+(?:python3? -m )?py\.?test\b")
+_CONFTESTS = ("conftest.py", "tests/conftest.py", "test/conftest.py")
 
 _PYTHON_TEST = re.compile(r"(?:test_\w*|\w+_test)\.py\Z")
 
@@ -150,6 +155,12 @@ def _python(checkout: Path) -> TestPlan | None:
             why = f"inferred from {name} (its `{marker}` section)"
             one = "`python3 -m pytest` and the test file's path (`path::test_name` for one test)"
             return TestPlan("python", "python3 -m pytest -q", why, one, runners.PYTEST)
+    tox = read_small(checkout, "tox.ini")
+    conftest = next((name for name in _CONFTESTS if _exists(checkout, name)), None)
+    if (tox is not None and _TOX_PYTEST.search(tox)) or conftest:
+        why = f"inferred from {conftest or 'tox.ini (its commands run pytest)'}"
+        one = "`python3 -m pytest` and the test file's path (`path::test_name` for one test)"
+        return TestPlan("python", "python3 -m pytest -q", why, one, runners.PYTEST)
     if not any(_PYTHON_TEST.match(p.name) for p in _top_and_one_below(checkout)):
         return None
     why = "inferred: Python test files and no build file naming a runner, so the standard library's unittest"

@@ -36,6 +36,20 @@ def package(test: str) -> str:
         ({"build.gradle.kts": ""}, "gradle test --offline", "build.gradle.kts"),
         ({"pyproject.toml": "[tool.pytest.ini_options]\n"}, "python3 -m pytest -q", "pyproject.toml"),
         ({"tox.ini": "[pytest]\n"}, "python3 -m pytest -q", "tox.ini"),
+        # python-semver's layout: `.pytest.ini`, tox.ini running pytest; conftest.py: pytest, never unittest
+        ({".pytest.ini": "[pytest]\n", "tests/test_a.py": ""}, "python3 -m pytest -q", ".pytest.ini"),
+        (
+            {"tox.ini": "[testenv]\ncommands =\n    pytest {posargs}\n", "tests/test_a.py": ""},
+            "python3 -m pytest -q",
+            "tox.ini",
+        ),
+        ({"tox.ini": "[testenv]\ncommands = python -m pytest -q\n"}, "python3 -m pytest -q", "tox.ini"),
+        ({"tests/conftest.py": "", "tests/test_a.py": ""}, "python3 -m pytest -q", "tests/conftest.py"),
+        (
+            {"tox.ini": "[testenv]\ncommands = python -m unittest\n", "tests/test_a.py": ""},
+            "python3 -m unittest discover -t . -s .",
+            "unittest",
+        ),
         ({"calc.py": "", "tests/test_calc.py": ""}, "python3 -m unittest discover -t . -s .", "unittest"),
     ],
 )
