@@ -105,7 +105,11 @@ def _test_line(test: dict[str, Any] | None) -> str:
     command = test.get("command") or "?"
     if test.get("missing_tool"):
         return f"repository's tests (`{command}`): could not run: `{test['missing_tool']}` is missing"
-    status = "pass" if test.get("passed") else f"FAIL (exit {test.get('returncode')})"
+    verdict = test.get("verdict")
+    if verdict == "could not run":
+        return f"repository's tests (`{command}`): could not run the tests: {test.get('summary') or 'unknown'}"
+    status = {"passed": "pass", "no tests ran": "NO TESTS RAN"}.get(str(verdict), "")
+    status = status or ("pass" if test.get("passed") else f"FAIL (exit {test.get('returncode')})")
     summary = f" — {test['summary']}" if test.get("summary") else ""
     return f"repository's tests after the change (`{command}`): {status}{summary}"
 

@@ -88,7 +88,7 @@ def _row(run: Attempt, choice: Choice, graded: Grade | None) -> dict[str, Any]:
         "seconds": round(run.seconds, 1),
         "lines_changed": c.lines_changed,
         "refused": c.refused,
-        "test": None if c.test is None else {"passed": c.test.get("passed"), "returncode": c.test.get("returncode")},
+        "test": None if c.test is None else {k: c.test.get(k) for k in ("passed", "returncode", "verdict", "summary")},
         "reproduction": None
         if rep is None
         else {

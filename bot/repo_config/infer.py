@@ -14,6 +14,7 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path
 
+from bot.repo_config import runners
 from bot.repo_config.schema import PYTHON_TEST_PATHS, RepoConfig
 
 MAX_FILE_BYTES = 256 * 1024
@@ -24,7 +25,12 @@ _PYTEST_MARKERS = {
     "setup.cfg": "[tool:pytest]",
     "tox.ini": "[pytest]",
     "pytest.ini": "[pytest]",
+    ".pytest.ini": "[pytest]",
 }
+# tox.ini's `commands` running pytest (on the line or a continuation line), and pytest's conftest.py files: a pytest
+# project even without a `[pytest]` section (unittest would run none of its plain test functions).
+_TOX_PYTEST = re.compile(r"(?m)^[ \t]*commands[ \t]*=.{0,200}\bpy\.?test\b|^[ \t]+(?:python3? -m )?py\.?test\b")
+_CONFTESTS = ("conftest.py", "tests/conftest.py", "test/conftest.py")
 
 _PYTHON_TEST = re.compile(r"(?:test_\w*|\w+_test)\.py\Z")
 
@@ -45,7 +51,7 @@ class TestPlan:
     command: str | None  # the `test` command; None: no tests found to run
     why: str  # in a reviewer's words: "configured in ..." or "inferred from go.mod"
     one_test: str  # how to run a single test, for the agent's task (no full command to copy)
-    reproduce: str | None = None  # the reproduce command inferred with it (may have no `{files}`)
+    reproduce: str | None = None  # the reproduce template for one test file or test (`runners.py`)
 
     def template_vars(self) -> dict[str, str]:
         """What the instance template shows the agent."""
@@ -108,14 +114,15 @@ def _javascript(checkout: Path) -> TestPlan | None:
     )
     why = f"inferred from package.json `scripts.test` ({runner}; {lockfile})"
     command = f"{tool} test"
-    return TestPlan("javascript", command, why, one, command)
+    # mocha, jest, vitest or node's test runner run one file; a runner of the project's own runs the whole suite
+    return TestPlan("javascript", command, why, one, runners.javascript(script) or command)
 
 
 def _go(checkout: Path) -> TestPlan | None:
     if not _exists(checkout, "go.mod"):
         return None
     one = "`go test` with the package's directory (such as `./` and its path) and `-run` with the test's name"
-    return TestPlan("go", "go test ./...", "inferred from go.mod", one, "go test ./...")
+    return TestPlan("go", "go test ./...", "inferred from go.mod", one, runners.GO)
 
 
 def _rust(checkout: Path) -> TestPlan | None:
@@ -123,14 +130,14 @@ def _rust(checkout: Path) -> TestPlan | None:
         return None
     one = "`cargo test --offline` followed by the test function's name"
     command = "cargo test --offline"
-    return TestPlan("rust", command, "inferred from Cargo.toml", one, command)
+    return TestPlan("rust", command, "inferred from Cargo.toml", one, runners.CARGO)
 
 
 def _maven(checkout: Path) -> TestPlan | None:
     if not _exists(checkout, "pom.xml"):
         return None
     one = "`mvn -o -q test` with `-Dtest=` followed by the test class's name"
-    return TestPlan("java", "mvn -o -q test", "inferred from pom.xml", one, "mvn -o -q test")
+    return TestPlan("java", "mvn -o -q test", "inferred from pom.xml", one, runners.MAVEN)
 
 
 def _gradle(checkout: Path) -> TestPlan | None:
@@ -146,12 +153,19 @@ def _python(checkout: Path) -> TestPlan | None:
         text = read_small(checkout, name)
         if text is not None and marker in text:
             why = f"inferred from {name} (its `{marker}` section)"
-            return TestPlan("python", "python3 -m pytest -q", why, "`python3 -m pytest` and the test file's path")
+            one = "`python3 -m pytest` and the test file's path (`path::test_name` for one test)"
+            return TestPlan("python", "python3 -m pytest -q", why, one, runners.PYTEST)
+    tox = read_small(checkout, "tox.ini")
+    conftest = next((name for name in _CONFTESTS if _exists(checkout, name)), None)
+    if (tox is not None and _TOX_PYTEST.search(tox)) or conftest:
+        why = f"inferred from {conftest or 'tox.ini (its commands run pytest)'}"
+        one = "`python3 -m pytest` and the test file's path (`path::test_name` for one test)"
+        return TestPlan("python", "python3 -m pytest -q", why, one, runners.PYTEST)
     if not any(_PYTHON_TEST.match(p.name) for p in _top_and_one_below(checkout)):
         return None
     why = "inferred: Python test files and no build file naming a runner, so the standard library's unittest"
     one = "`python3 -m unittest` and the test file's path"
-    return TestPlan("python", "python3 -m unittest discover -t . -s .", why, one)
+    return TestPlan("python", "python3 -m unittest discover -t . -s .", why, one, runners.UNITTEST)
 
 
 def _top_and_one_below(checkout: Path, limit: int = 2000) -> list[Path]:
@@ -170,16 +184,22 @@ def _top_and_one_below(checkout: Path, limit: int = 2000) -> list[Path]:
 
 
 def resolve(repo: RepoConfig, checkout: Path) -> tuple[RepoConfig, TestPlan]:
-    """The config with `test`, `reproduce` and `test_paths` inferred where the repository set none, and the plan."""
+    """The config with `test`, `reproduce` and `test_paths` inferred where the repository set none, and the plan.
+
+    A configured `test` never turns the reproduction check off: without `reproduce`, the template comes from the
+    configured command's runner when it names one (`go test ./...`, `npx jest`), else from the language."""
     inferred = infer(checkout)
     if repo.test:
         plan = TestPlan(inferred.language, repo.test, "configured in .github/mini-fix.yml (`test`)", inferred.one_test)
-        if "test_paths" in repo.model_fields_set or inferred.language not in TEST_PATHS:
-            return repo, plan
-        return repo.model_copy(update={"test_paths": TEST_PATHS[inferred.language]}), plan
+        update: dict[str, object] = {}
+        if repo.reproduce is None and (reproduce := runners.from_command(repo.test) or inferred.reproduce):
+            update["reproduce"] = reproduce
+        if "test_paths" not in repo.model_fields_set and inferred.language in TEST_PATHS:
+            update["test_paths"] = TEST_PATHS[inferred.language]
+        return (repo.model_copy(update=update) if update else repo), plan
     if inferred.command is None:
         return repo, inferred
-    update: dict[str, object] = {"test": inferred.command}
+    update = {"test": inferred.command}
     if repo.reproduce is None and inferred.reproduce is not None:
         update["reproduce"] = inferred.reproduce
     if "test_paths" not in repo.model_fields_set:

@@ -54,10 +54,12 @@ class RepoConfig(BaseModel):
     """Attempts per job, each in its own sandbox with its own sampling settings; the best by the App's own
     tests is published (None = MINIFIX_AGENT_ATTEMPTS; clamped to MINIFIX_MAX_AGENT_ATTEMPTS)."""
     reproduce: str | None = None
-    """Command that runs the reproduction test: `{files}` = the shell-quoted paths of its files (e.g. `python3 -m
-    pytest -q {files}`), or a command without `{files}` that runs a package or the whole suite (`go test ./...`):
-    how the App checks an attempt's reproduction test fails before its fix and passes after. None = inferred
-    from `test` (pytest, unittest) or from the repository's language (`bot/repo_config/infer.py`)."""
+    """Command that runs the reproduction test, filled with shell-quoted values from the host's diff: `{files}`
+    its files' paths (`python3 -m pytest -q {files}`), `{packages}` and `{pattern}` their Go packages and a `-run`
+    pattern of the tests it adds, `{names}` those tests (cargo), `{classes}` the Java classes; or a command without
+    placeholders that runs a package or the whole suite (`npm test`): how the App checks an attempt's reproduction
+    test fails before its fix and passes after. None = inferred from the runner `test` names, else from the
+    repository's language (`bot/repo_config/runners.py`, `infer.py`), also when `test` is set."""
     test_paths: list[str] = PYTHON_TEST_PATHS
     """Globs naming test files: a change's new or changed files matching them are its reproduction test. Unset,
     the preset of the repository's language (`infer.TEST_PATHS`: `*_test.go`, `*.test.*`, `src/test/**`, ...)."""

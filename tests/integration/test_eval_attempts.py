@@ -82,7 +82,8 @@ def test_three_attempts_choose_the_small_fix_with_a_valid_reproduction(
     assert (record["chosen"], record["resolved"], record["any_resolved"]) == (3, True, True)
     assert (report["resolved"], report["any_resolved"], report["reproduction_valid"]) == (1, 1, 1)
     broken, large, small = record["attempts"]
-    assert broken["test"] == {"passed": False, "returncode": 1} and broken["resolved"] is False
+    assert (broken["test"]["passed"], broken["test"]["returncode"], broken["test"]["verdict"]) == (False, 1, "failed")
+    assert "its change uses `no_such_module`" in broken["test"]["summary"] and broken["resolved"] is False
     assert broken["cross"] == {"3": False} and "tests fail on it" in broken["reason"]
     assert large["test"]["passed"] and large["resolved"] is True and large["cross"] == {"3": True}
     assert "larger change" in large["reason"] and large["lines_changed"] > small["lines_changed"]

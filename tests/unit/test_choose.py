@@ -223,3 +223,46 @@ def test_model_text_in_the_evidence_cannot_mention_or_close() -> None:
     shown = evidence(_cand(1, reproduction=rep))
     assert "@admin" not in shown and "Fixes #12" not in shown
     assert "````" in shown  # a fence longer than the output's own
+
+
+def _verdict(index: int, verdict: str, summary: str, lines: int = 5, code: int = 0) -> Candidate:
+    test = {"command": "npm test", "returncode": code, "passed": verdict == "passed", "verdict": verdict,
+            "summary": summary}  # fmt: skip
+    return Candidate(index=index, run_id=f"run{index}", exit_status="Submitted", change=_diff(lines), test=test)
+
+
+def test_tests_that_could_not_run_or_ran_none_are_no_evidence_between_pass_and_fail() -> None:
+    broken = _verdict(1, "could not run", "Maven could not resolve a dependency: Non-resolvable import POM", 1)
+    none_ran = _verdict(2, "no tests ran", "unittest: Ran 0 tests, OK", 2)
+    failing = _verdict(3, "failed", "the test script: In total, 47455 of 47456 tests passed", 3)
+    passing = _verdict(4, "passed", "pytest: 3 passed", 9)
+    choice = choose([broken, none_ran, failing, passing])
+    assert [c.index for c in choice.ranking] == [4, 1, 2, 3]  # no evidence ties: the smaller change first
+    assert (
+        "could not run: Maven could not resolve" in choice.reasons[1] and "and pass on attempt 4" in choice.reasons[1]
+    )
+    assert "ran no test (unittest: Ran 0 tests, OK)" in choice.reasons[2]
+    assert "tests fail on it (exit 0), and pass on attempt 4" in choice.reasons[3]
+    # Every attempt could not run (a broken setup): that decides nothing, the next counts do.
+    alike = [_verdict(1, "could not run", "x", 7), _verdict(2, "could not run", "x", 3)]
+    picked = choose(alike)
+    assert picked.chosen is alike[1] and "could not run" in picked.reasons[2]
+    table = attempts_table(choice, [broken, none_ran, failing, passing], {})
+    rows = [line for line in table.splitlines() if line.startswith("| ") and line[2].isdigit()]
+    assert ":grey_question: could not run the tests: Maven could not resolve" in rows[0]
+    assert ":grey_question: no tests ran" in rows[1] and ":x: failed (exit 0)" in rows[2]
+
+
+def test_a_reproduction_that_could_not_run_says_so_in_the_table() -> None:
+    detail = "could not run the tests on the base commit: the Python module `semver` is not installed"
+    c = _cand(1, reproduction=Reproduction(files=["tests/test_x.py"], detail=detail))
+    table = attempts_table(choose([c]), [c], {})
+    assert f":grey_question: {detail}" in table and "not checked" not in table
+
+
+def test_evidence_says_what_the_runner_counted_before_and_after() -> None:
+    rep = _valid()
+    rep.before_verdict, rep.after_verdict = "failed (pytest: 1 failed, 2 passed; exit 1)", "passed (pytest: 3 passed)"
+    shown = evidence(_cand(1, reproduction=rep))
+    assert "it **fails** (as the issue describes): failed (pytest: 1 failed, 2 passed; exit 1);" in shown
+    assert "it **passes**: passed (pytest: 3 passed)." in shown

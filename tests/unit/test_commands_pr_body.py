@@ -104,4 +104,35 @@ def test_a_check_and_a_test_command_that_hit_a_missing_tool_say_which_tool() -> 
         "missing_tool": "cargo",
     }
     body = _body({**vars_, "test": test}, draft_fallback=False)
-    assert "**could not run**: <code>cargo</code> is not in the sandbox image (exit code 127)" in body
+    assert "**could not run the tests**: <code>cargo</code> is not in the sandbox image (exit code 127)" in body
+
+
+@pytest.mark.parametrize(
+    ("verdict", "summary", "said"),
+    [
+        ("no tests ran", "unittest: Ran 0 tests, OK", "**ran no test** (unittest: Ran 0 tests, OK)"),
+        (
+            "could not run",
+            "Maven could not resolve a dependency: Non-resolvable import POM",
+            "**could not run the tests**: Maven could not resolve a dependency: Non-resolvable import POM",
+        ),
+        ("failed", "the test script: In total, 47455 of 47456 tests passed", "**failed** (exit code 0; the test"),
+        ("passed", "pytest: 3 passed", "` passed (pytest: 3 passed) with the agent's change"),
+    ],
+)
+def test_the_pr_says_whether_the_tests_passed_failed_ran_none_or_could_not_run(
+    verdict: str, summary: str, said: str
+) -> None:
+    messages = [reply("sed -i s/-/+/ calc.py"), observation("", 0)]
+    vars_ = pr_body_vars(
+        Issue(3, "t", "", "alice"),
+        {"run_id": "r1", "model": "m", "requester": "a", "retry": False, "exit_status": "Submitted"},
+        AgentResult("Submitted", "s", 3, 900, 50, 0.0, 12.0, messages),
+        DIFF,
+        None,
+    )
+    test = {"command": "npm test", "returncode": 0, "passed": verdict == "passed", "output": "", "verdict": verdict,
+            "summary": summary}  # fmt: skip
+    body = _body({**vars_, "test": test}, draft_fallback=False)
+    assert said in body
+    assert ("` passed" in body) is (verdict == "passed")

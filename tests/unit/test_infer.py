@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from bot.pipeline.judge.reproduce import template as reproduce_template
+from bot.repo_config import runners
 from bot.repo_config.infer import MAX_FILE_BYTES, TEST_PATHS, infer, resolve
 from bot.repo_config.schema import RepoConfig
 
@@ -34,6 +36,20 @@ def package(test: str) -> str:
         ({"build.gradle.kts": ""}, "gradle test --offline", "build.gradle.kts"),
         ({"pyproject.toml": "[tool.pytest.ini_options]\n"}, "python3 -m pytest -q", "pyproject.toml"),
         ({"tox.ini": "[pytest]\n"}, "python3 -m pytest -q", "tox.ini"),
+        # python-semver's layout: `.pytest.ini`, tox.ini running pytest; conftest.py: pytest, never unittest
+        ({".pytest.ini": "[pytest]\n", "tests/test_a.py": ""}, "python3 -m pytest -q", ".pytest.ini"),
+        (
+            {"tox.ini": "[testenv]\ncommands =\n    pytest {posargs}\n", "tests/test_a.py": ""},
+            "python3 -m pytest -q",
+            "tox.ini",
+        ),
+        ({"tox.ini": "[testenv]\ncommands = python -m pytest -q\n"}, "python3 -m pytest -q", "tox.ini"),
+        ({"tests/conftest.py": "", "tests/test_a.py": ""}, "python3 -m pytest -q", "tests/conftest.py"),
+        (
+            {"tox.ini": "[testenv]\ncommands = python -m unittest\n", "tests/test_a.py": ""},
+            "python3 -m unittest discover -t . -s .",
+            "unittest",
+        ),
         ({"calc.py": "", "tests/test_calc.py": ""}, "python3 -m unittest discover -t . -s .", "unittest"),
     ],
 )
@@ -74,15 +90,56 @@ def test_nothing_to_go_on_infers_nothing(tmp_path: Path) -> None:
 
 def test_resolve_fills_test_reproduce_and_the_language_preset(tmp_path: Path) -> None:
     repo, plan = resolve(RepoConfig(), tree(tmp_path, {"go.mod": "module x\n"}))
-    assert (repo.test, repo.reproduce, repo.test_paths) == ("go test ./...", "go test ./...", TEST_PATHS["go"])
+    assert (repo.test, repo.reproduce, repo.test_paths) == ("go test ./...", runners.GO, TEST_PATHS["go"])
     assert plan.template_vars()["test_command"] == "go test ./..."
 
 
 def test_resolve_keeps_what_the_repository_configured(tmp_path: Path) -> None:
     tree(tmp_path, {"Cargo.toml": ""})
-    configured = RepoConfig(test="make check", test_paths=["spec/**"])
+    configured = RepoConfig(test="make check", test_paths=["spec/**"], reproduce="./one.sh {files}")
     repo, plan = resolve(configured, tmp_path)
     assert repo == configured
     assert plan.command == "make check" and "configured" in plan.why and "cargo" in plan.one_test
     repo, _ = resolve(RepoConfig(test="make check"), tmp_path)
-    assert repo.test_paths == TEST_PATHS["rust"] and repo.reproduce is None
+    assert repo.test_paths == TEST_PATHS["rust"] and repo.test == "make check"
+
+
+@pytest.mark.parametrize(
+    ("files", "test", "reproduce"),
+    [
+        # The case: `test:` set, even to the inferred command itself, turned the check off outside Python.
+        ({"go.mod": "module x\n"}, "go test ./...", runners.GO),
+        ({"go.mod": "module x\n"}, "make test", runners.GO),
+        ({"Cargo.toml": "[package]\n"}, "cargo test --all-features", runners.CARGO),
+        ({"pom.xml": "<project/>"}, "mvn -q verify", runners.MAVEN),
+        ({"package.json": package("mocha test/")}, "npm test", runners.MOCHA),
+        ({"package.json": package("jest --ci")}, "yarn test", runners.JEST),
+        ({"package.json": package("vitest run")}, "npm run test", runners.VITEST),
+        ({"package.json": package("node --test")}, "npm test", runners.NODE),
+        ({"package.json": package("node ./test/runner.js")}, "npm test", "npm test"),  # its own runner: whole suite
+        ({"package.json": package("node ./test/runner.js")}, "npx jest", runners.JEST),  # the configured runner
+        ({"tox.ini": "[pytest]\n"}, "tox -e py311", runners.PYTEST),
+        ({"tests/test_a.py": ""}, "make check", runners.UNITTEST),
+        ({"README.md": ""}, "uv run pytest -q", "uv run pytest -q {files}"),
+    ],
+)
+def test_a_configured_test_never_turns_the_reproduction_check_off(
+    tmp_path: Path, files: dict[str, str], test: str, reproduce: str
+) -> None:
+    repo, _ = resolve(RepoConfig(test=test), tree(tmp_path, files))
+    assert (repo.test, repo.reproduce) == (test, reproduce)
+    assert reproduce_template(repo) == (reproduce, "")
+
+
+def test_each_language_infers_a_command_for_one_test_file_or_test(tmp_path: Path) -> None:
+    expected = {
+        "go.mod": runners.GO,
+        "Cargo.toml": runners.CARGO,
+        "pom.xml": runners.MAVEN,
+        "pyproject.toml": runners.PYTEST,
+    }
+    for name, template in expected.items():
+        root = tmp_path / name
+        tree(root, {name: "[tool.pytest.ini_options]\n" if name == "pyproject.toml" else ""})
+        assert resolve(RepoConfig(), root)[0].reproduce == template
+    assert resolve(RepoConfig(), tree(tmp_path / "js", {"package.json": package("jest")}))[0].reproduce == runners.JEST

@@ -61,6 +61,23 @@ def test_a_missing_tool_is_said_plainly(tmp_path: Path, capsys: pytest.CaptureFi
     assert "could not run: `mocha` is missing" in capsys.readouterr().out
 
 
+@pytest.mark.parametrize(
+    ("verdict", "summary", "said"),
+    [
+        ("no tests ran", "unittest: Ran 0 tests, OK", "NO TESTS RAN — unittest: Ran 0 tests, OK"),
+        ("could not run", "the Python module `semver` is not installed", "could not run the tests: the Python module"),
+        ("failed", "the test script: In total, 47455 of 47456 tests passed", "FAIL (exit 0) — the test script"),
+    ],
+)
+def test_tests_that_ran_none_or_could_not_run_are_not_a_pass(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], verdict: str, summary: str, said: str
+) -> None:
+    test = {"command": "npm test", "returncode": 0, "passed": False, "verdict": verdict, "summary": summary}
+    assert main(["show", str(_run_dir(tmp_path, {"test": test})), "--no-steps"]) == 1
+    out = capsys.readouterr().out
+    assert said in out and "RESULT: not shown to be a fix" in out
+
+
 def test_no_change_is_said(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["show", str(_run_dir(tmp_path, {}, patch=""))]) == 1
     assert "RESULT: no change was proposed" in capsys.readouterr().out

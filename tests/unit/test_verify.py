@@ -319,3 +319,71 @@ def test_a_missing_tool_is_no_fails_before_and_no_failing_test(base: Path) -> No
     assert c.reproduction is not None and c.reproduction.fails_before is None
     assert not c.reproduction.valid and f"`{missing}` is not found in the sandbox image" in c.reproduction.detail
     assert c.test is not None and c.test["passed"] is False and c.test["missing_tool"] == missing
+
+
+def test_a_missing_module_on_the_base_commit_is_could_not_run_never_fails_before(base: Path) -> None:
+    # The issue's `No module named 'semver'`: the sandbox lacks the package, so nothing ran before the fix.
+    needs = ("tests/test_add.py", "import semver_not_installed_mini_fix\n" + REPRO[1])
+    [c] = _verify([candidate(base, 1, FIX, needs)], base, Factory(), RepoConfig(test=REPO_TEST))
+    rep = c.reproduction
+    assert rep is not None and rep.fails_before is None and not rep.valid
+    assert rep.detail.startswith("could not run the tests on the base commit: the Python module")
+    assert "semver_not_installed_mini_fix" in rep.detail and rep.before_verdict.startswith("could not run the tests")
+    # The whole suite: another test ran and passed, so the file that could not import is a failure there.
+    assert c.test is not None and c.test["verdict"] == "failed" and c.test["passed"] is False
+
+
+def test_a_test_importing_a_module_its_fix_adds_fails_before_for_real(base: Path) -> None:
+    newmod = ("calc/newmod.py", "def sub(a, b):\n    return a - b\n")
+    body = "class SubTest(unittest.TestCase):\n    def test_sub(self):\n        self.assertEqual(sub(3, 2), 1)\n"
+    test = ("tests/test_sub.py", f"import unittest\n\nfrom calc.newmod import sub\n\n\n{body}")
+    [c] = _verify([candidate(base, 1, newmod, test)], base, Factory(), RepoConfig(test=REPO_TEST))
+    assert c.reproduction is not None and c.reproduction.valid, c.reproduction
+    assert "No module named 'calc.newmod'" in c.reproduction.before
+
+
+def test_zero_tests_run_is_no_pass_and_ranks_behind_a_pass(base: Path) -> None:
+    # A pytest project inferred as `unittest discover`: 0 tests ran, exit 0. It is "no tests ran", never a pass.
+    plain = ("tests/test_add.py", "from calc import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n")
+    no_tests = candidate(base, 1, FIX, plain)
+    no_tests_test = "python3 -m unittest discover -s tests -t . -p 'test_add.py'"
+    [judged] = _verify([no_tests], base, Factory(), RepoConfig(test=no_tests_test))
+    assert judged.test is not None and judged.test["returncode"] == 0
+    assert (judged.test["passed"], judged.test["verdict"]) == (False, "no tests ran")
+    assert judged.reproduction is not None and judged.reproduction.fails_before is None
+    assert "ran no test on the base commit" in judged.reproduction.detail
+    passing = candidate(base, 2, FIX, REPRO)
+    [passing] = _verify([passing], base, Factory(), RepoConfig(test=no_tests_test.replace("test_add", "test_ops")))
+    choice = choose([judged, passing])
+    assert choice.chosen is passing
+    assert "ran no test" in choice.reasons[1] and "and pass on attempt 2" in choice.reasons[1]
+
+
+def test_a_summary_that_counts_failures_fails_even_with_exit_0(base: Path) -> None:
+    # big.js's runner: "47455 of 47456 tests passed", exit 0.
+    c = candidate(base, 1, FIX, REPRO)
+    [c] = _verify([c], base, Factory(), RepoConfig(test="echo ' In total, 47455 of 47456 tests passed in 1 secs.'"))
+    assert c.test is not None and c.test["returncode"] == 0
+    assert (c.test["passed"], c.test["verdict"]) == (False, "failed")
+    assert "47455 of 47456" in c.test["summary"]
+
+
+def test_a_go_reproduction_runs_only_the_tests_its_change_adds(base: Path) -> None:
+    go_test = ("calc/add_test.go", 'package calc\n\nimport "testing"\n\nfunc TestAddNegative(t *testing.T) {}\n')
+    c = candidate(base, 1, FIX, go_test)
+    template = "echo go test {packages} -run {pattern}; exit 1"  # a stand-in for go: the host has none
+    [c] = _verify([c], base, Factory(), RepoConfig(test="true", reproduce=template, test_paths=["*_test.go"]))
+    assert c.reproduction is not None
+    assert c.reproduction.command == "echo go test ./calc -run '^(TestAddNegative)$'; exit 1"
+
+
+def test_a_change_that_imports_a_missing_package_fails_its_tests_and_ranks_behind(base: Path) -> None:
+    # The scripted "broken" attempt: its fix also adds `import no_such_module`; every test then fails to import.
+    ops = FIX[1].replace('"""Arithmetic on two numbers."""', '"""Arithmetic on two numbers."""\nimport no_such_module')
+    broken = candidate(base, 1, (FIX[0], ops), REPRO)
+    fixed = candidate(base, 2, FIX, REPRO)
+    broken, fixed = _verify([broken, fixed], base, Factory(), RepoConfig(test=REPO_TEST))
+    assert broken.test is not None and broken.test["verdict"] == "failed"
+    assert "its change uses `no_such_module`" in broken.test["summary"]
+    assert broken.reproduction is not None and broken.reproduction.passes_after is False
+    assert choose([broken, fixed]).chosen is fixed

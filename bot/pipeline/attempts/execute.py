@@ -20,7 +20,8 @@ from bot.pipeline.attempts.change import Change, ChangeCaps, compute_change, exc
 from bot.pipeline.attempts.exits import SUBMITTED, exit_for
 from bot.pipeline.attempts.setup_cache import Lookup, RepoSetup, setup_of
 from bot.pipeline.errors import ChangeTooLarge, RunFailed
-from bot.pipeline.judge.missing import missing_tool
+from bot.pipeline.judge import testrun
+from bot.pipeline.judge.testrun import NOT_RUN
 from bot.pipeline.publish import gitops
 from bot.pipeline.task.outline import outline
 from bot.trajectory import TrajectoryWriter
@@ -353,20 +354,18 @@ def sandbox_cwd(sandbox: Sandbox) -> str:
     return config.cwd if isinstance(config, SandboxConfig) else SandboxConfig().cwd
 
 
-def run_test(sandbox: Sandbox, command: str) -> dict[str, object]:
+def run_test(sandbox: Sandbox, command: str, *, changed: str = "") -> dict[str, object]:
     """Run the repository's test command after the agent: command, return code (the engine's own exec exit code,
-    not anything the agent's processes could write), passed, and the output's tail."""
+    not anything the agent's processes could write), the output's tail, and the verdict the host reads from the
+    exit code and the runner's own summary (`testrun.read`: `passed` only when tests ran and none failed; `verdict`
+    passed, failed, no tests ran or could not run; `summary` why). `changed`: the diff under test (a package only
+    its added lines name, missing from the sandbox, is the change's failure, not "could not run")."""
     try:
         result = sandbox.run_check(command, timeout=TEST_TIMEOUT)
     except SandboxError as exc:
-        return {"command": command, "returncode": -1, "passed": False, "output": str(exc)}
+        failed = {"passed": False, "verdict": NOT_RUN, "summary": f"the sandbox failed: {exc}"}
+        return {"command": command, "returncode": -1, "output": str(exc), **failed}
     output = result.output[-OUTPUT_TAIL:] + (f"\n{result.exception_info}" if result.exception_info else "")
-    verdict: dict[str, object] = {
-        "command": command,
-        "returncode": result.returncode,
-        "passed": result.returncode == 0,
-        "output": output,
-    }
-    if tool := missing_tool(result.returncode, result.output, command):
-        verdict["missing_tool"] = tool  # no test ran: the image lacks it
-    return verdict
+    timed_out = bool(result.exception_info)
+    reading = testrun.read(result.output, result.returncode, command, timed_out=timed_out, changed=changed)
+    return {"command": command, "returncode": result.returncode, "output": output, **reading.fields()}

@@ -1,7 +1,8 @@
 """Several attempts at one job: what each produced, what the App itself found when it tested it, and the choice.
 
 Everything here is decided on the worker from data it took out and checked itself: the change is the host's own
-diff (`change.py`), test and reproduction verdicts are exit codes of fresh sandboxes the agent never touched.
+diff (`change.py`), test and reproduction verdicts are exit codes of fresh sandboxes the agent never touched, read
+together with the runner's own summary (`testrun.py`).
 """
 
 from __future__ import annotations
@@ -26,6 +27,8 @@ class Reproduction:
     command: str = ""  # the reproduce command as run (with the files), "" when there is none
     before: str = ""  # the tail of its output on the base commit + only the test files
     after: str = ""  # the tail of its output on the base commit + the whole change
+    before_verdict: str = ""  # what the host read from the run on the base commit (`testrun.Reading.text`)
+    after_verdict: str = ""  # ... and from the run with the whole change
 
     @property
     def valid(self) -> bool:

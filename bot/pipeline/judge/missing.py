@@ -11,7 +11,12 @@ import re
 import shlex
 
 CODES = {127: "not found", 126: "not executable"}
-_SHELL_SAYS = re.compile(r"(?m)^(?:\S{0,40}: )?(?:line \d{1,9}: )?([\w.+/-]{1,80}): (?:command )?not found\s*$")
+# `sh: 1: mocha: not found` (dash), `/bin/sh: mocha: not found`, `bash: line 1: mocha: command not found`,
+# `bash: mocha: command not found`, `env: 'node': No such file or directory` (a `#!/usr/bin/env node` script).
+_SHELL_SAYS = re.compile(
+    r"(?m)^(?:\S{0,40}: )?(?:line \d{1,9}: |\d{1,9}: )?([\w.+/-]{1,80}): (?:command )?not found\s*$"
+    r"|^(?:/usr/bin/)?env: ['\u2018]([\w.+/-]{1,80})['\u2019]: No such file or directory\s*$"
+)
 _NAME = re.compile(r"[\w.+/-]{1,80}")
 
 
@@ -19,10 +24,13 @@ def missing_tool(returncode: int | None, output: str, command: str) -> str | Non
     """The tool the command could not run (exit 127 or 126), or None when it ran."""
     if returncode not in CODES:
         return None
-    said = _SHELL_SAYS.findall(output[-4000:])
-    if said:
-        return str(said[-1])
-    return _first_word(command) or "a program"
+    return shell_said(output) or _first_word(command) or "a program"
+
+
+def shell_said(output: str) -> str | None:
+    """The program a shell (or `env`) last said it could not find, from the end of the output; None when none."""
+    said = [a or b for a, b in _SHELL_SAYS.findall(output[-4000:])]
+    return str(said[-1]) if said else None
 
 
 def describe(tool: str, returncode: int) -> str:

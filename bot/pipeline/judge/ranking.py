@@ -1,7 +1,8 @@
 """Which attempt is published: a deterministic ranking over what the App itself verified, with a reason each.
 
 Only acceptable candidates (submitted a change, nothing refused) are ranked, by (a) the repository's `test`
-passing, then a change that touches more than its own test files ahead of one that only adds or edits tests (it
+passing (then no evidence either way: tests that could not run or ran none, `testrun.py`; then failing), then a
+change that touches more than its own test files ahead of one that only adds or edits tests (it
 may reproduce the issue, but it fixes nothing), then a change that keeps every existing test ahead of one where that
 cannot be told (a test declaration the scanners cannot name gone, or a test file they cannot read), ahead of one
 that drops some (tests or cases of the base commit's test files gone after it, found by the worker in its
@@ -14,6 +15,7 @@ lines changed, (d) the lower attempt number. The PR's Markdown about the choice 
 from __future__ import annotations
 
 from bot.pipeline.attempts.exits import SUBMITTED
+from bot.pipeline.judge import testrun
 from bot.pipeline.judge.candidates import Candidate, Choice
 
 NAMES_SHOWN = 10  # dropped tests named in a table cell or the PR body, then "and N more"
@@ -47,9 +49,9 @@ def only_tests(c: Candidate) -> bool:
     return c.change is not None and bool(files) and set(c.change.paths) <= set(files)
 
 
-def _key(c: Candidate, tested: bool) -> tuple[bool, bool, int, int, int, int]:
-    failed = tested and not _test_passed(c)
-    return (failed, only_tests(c), dropping(c), -reproductions_passed(c), c.lines_changed, c.index)
+def _key(c: Candidate, tested: bool) -> tuple[int, bool, int, int, int, int]:
+    tests = _test_rank(c) if tested else 0
+    return (tests, only_tests(c), dropping(c), -reproductions_passed(c), c.lines_changed, c.index)
 
 
 def dropping(c: Candidate) -> int:
@@ -76,8 +78,34 @@ def dropped_text(c: Candidate) -> str:
     return "drops existing tests: " + ", ".join(names[:NAMES_SHOWN]) + more
 
 
-def _test_passed(c: Candidate) -> bool:
-    return c.test is not None and bool(c.test.get("passed"))
+# --- the repository's tests: passed, no evidence (could not run, no tests ran), failed (`testrun.py`) -------------
+
+_RANKS = {testrun.PASSED: 0, testrun.NO_TESTS: 1, testrun.NOT_RUN: 1, testrun.FAILED: 2}
+
+
+def _test_rank(c: Candidate) -> int:
+    """0 the tests pass, 1 no evidence either way (no test command result, none ran, could not run), 2 they fail."""
+    return _RANKS[testrun.of(c.test)] if c.test is not None else 1
+
+
+def _test_words(c: Candidate) -> str:
+    verdict, test = testrun.of(c.test), c.test or {}
+    why = str(test.get("summary") or "")[:200]
+    if verdict == testrun.PASSED:
+        return "the repository's tests pass"
+    if verdict == testrun.NO_TESTS:
+        return "the repository's test command ran no test" + (f" ({why})" if why else "")
+    if verdict == testrun.NOT_RUN:
+        return "the repository's tests could not run" + (f": {why}" if why else "") + " (no evidence either way)"
+    return f"the repository's tests fail on it (exit {test.get('returncode')})"
+
+
+def _tests_behind(c: Candidate, chosen: Candidate) -> str:
+    theirs = {testrun.PASSED: "pass", testrun.FAILED: "fail"}.get(testrun.of(chosen.test), "give no evidence")
+    return f"{_test_words(c)}, and {theirs} on attempt {chosen.index}"
+
+
+# ---------------------------------------------------------------------------------------------------------------------
 
 
 def _reason(c: Candidate, chosen: Candidate | None, tested: bool, total: int, ranked: int) -> str:
@@ -102,7 +130,7 @@ def _unacceptable(c: Candidate) -> str:
 def _merits(c: Candidate, tested: bool, total: int) -> str:
     parts = []
     if tested:
-        parts.append("the repository's tests pass" if _test_passed(c) else "the repository's tests fail on it")
+        parts.append(_test_words(c))
     if total:
         parts.append(f"it passes {reproductions_passed(c)} of {total} valid reproduction tests")
     if c.drops_tests:
@@ -116,9 +144,8 @@ def _merits(c: Candidate, tested: bool, total: int) -> str:
 
 
 def _behind(c: Candidate, chosen: Candidate, tested: bool, total: int) -> str:
-    if tested and _test_passed(c) != _test_passed(chosen):
-        code = c.test.get("returncode") if c.test else None
-        return f"the repository's tests fail on it (exit {code}), and pass on attempt {chosen.index}"
+    if tested and _test_rank(c) != _test_rank(chosen):
+        return _tests_behind(c, chosen)
     if only_tests(c) and not only_tests(chosen):
         return f"it changes only test files, so it fixes nothing; attempt {chosen.index} changes the code"
     if dropping(c) != dropping(chosen):

@@ -2,7 +2,9 @@
 
 For each acceptable candidate: its reproduction test (its new or changed test files) must fail on the base commit
 and pass with its whole change; the repository's `test` command runs on its change; and every other attempt's valid
-reproduction runs on its tree (cross-validation). Verdicts are the engine's exit codes, never the sandbox's output.
+reproduction runs on its tree (cross-validation). Verdicts are the engine's exit codes read together with the
+runner's own summary at the end of the output (`testrun.py`): 0 tests is "no tests ran", a summary that counts
+failures fails, and a missing tool, module or dependency is "could not run the tests", never a "fails before".
 On the worker alone, from the same trees: which existing tests its change drops (`dropped.py`).
 
 Sandboxes per candidate: one for the base commit + its test files only (nothing else has run there, so no state
@@ -36,7 +38,7 @@ import structlog
 from bot.pipeline.admit.capacity import SandboxSlots
 from bot.pipeline.attempts.execute import OUTPUT_TAIL, TEST_TIMEOUT, closed_on_cancel, run_test
 from bot.pipeline.errors import GitError, RunFailed, SetupFailed
-from bot.pipeline.judge import dropped, missing, reproduce, trees
+from bot.pipeline.judge import dropped, reproduce, testrun, trees
 from bot.pipeline.judge.candidates import Candidate, DroppedTests, Reproduction, Verdict
 from bot.pipeline.judge.testbed import SandboxFactory, prepared
 from bot.repo_config.schema import RepoConfig
@@ -54,6 +56,7 @@ class _Built:
     after: Path | None  # base commit + its whole change; None: the change did not apply
     files: list[str] = field(default_factory=list)  # its new or changed test files
     runnable: list[str] = field(default_factory=list)  # the ones the reproduce command is given
+    names: list[str] = field(default_factory=list)  # the test functions its change adds to them (Go, Rust)
     test: dict[str, Any] | None = None
     reproduction: Reproduction | None = None
     dropped: DroppedTests | None = None
@@ -134,7 +137,9 @@ class _Bench:
             why = f"its change could not be applied to the base commit on the worker: {exc}"
             return _Built(c, None, reproduction=Reproduction(files=[], detail=why), test=self._not_run(why))
         files = reproduce.test_files(c.change.paths, self.repo.test_paths, lambda p: trees.present(after, p))
-        built = _Built(c, after, files, reproduce.runnable(self.repo, files))
+        template, _ = reproduce.template(self.repo)
+        runnable = reproduce.runnable(template, files) if template else files
+        built = _Built(c, after, files, runnable, reproduce.added_tests(c.change.diff, runnable))
         try:
             built.dropped = dropped.dropped_tests(
                 self.checkout, after, c.change.paths, self.repo.test_paths, self.cancel
@@ -154,7 +159,7 @@ class _Bench:
         elif not b.runnable:
             rep.detail = f"none of its test files ({', '.join(b.files)}) can be run by the reproduce command"
         else:
-            rep.command = reproduce.command(template, b.runnable)
+            rep.command = reproduce.command(template, b.runnable, b.names)
             self._before(b, rep)
         self._after(b, rep)
         rep.detail = rep.detail or _verdict_detail(rep)
@@ -170,11 +175,18 @@ class _Bench:
             return
 
         def run(sandbox: Sandbox) -> None:
-            passed, rep.before, code = _check(sandbox, rep.command)
-            if tool := missing.missing_tool(code, rep.before, rep.command):
-                rep.detail = f"the reproduce command could not run: {missing.describe(tool, code)}"
-                return  # not a "fails before": nothing ran
-            rep.fails_before = not passed
+            reading, rep.before = _check(sandbox, rep.command)
+            rep.before_verdict = reading.text()
+            paths = b.candidate.change.paths if b.candidate.change is not None else []
+            if reading.missing_module and testrun.provided(reading.missing_module, paths):
+                rep.fails_before = True  # it imports a module its fix adds: a real failure, not the sandbox's
+                return
+            if reading.verdict == testrun.NOT_RUN:
+                rep.detail = f"could not run the tests on the base commit: {reading.why}"
+            elif reading.verdict == testrun.NO_TESTS:
+                rep.detail = f"its reproduce command ran no test on the base commit ({reading.why})"
+            else:  # not a "fails before" when nothing ran
+                rep.fails_before = reading.verdict == testrun.FAILED
 
         rep.detail = self._session(tree, f"{b.candidate.index}-before", run) or rep.detail
         shutil.rmtree(tree, ignore_errors=True)
@@ -182,12 +194,18 @@ class _Bench:
     def _after(self, b: _Built, rep: Reproduction) -> None:
         if not self.repo.test and rep.fails_before is not True:
             return  # nothing to learn from the change's own sandbox
+        diff = b.candidate.change.diff if b.candidate.change is not None else ""
 
         def run(sandbox: Sandbox) -> None:
             if rep.fails_before is True:
-                rep.passes_after, rep.after, _ = _check(sandbox, rep.command)
+                reading, rep.after = _check(sandbox, rep.command, changed=diff)
+                rep.after_verdict = reading.text()
+                if reading.verdict == testrun.NOT_RUN:
+                    rep.detail = f"could not run the tests with its change: {reading.why}"
+                else:
+                    rep.passes_after = reading.ok
             if self.repo.test:
-                b.test = run_test(sandbox, self.repo.test)
+                b.test = run_test(sandbox, self.repo.test, changed=diff)
 
         assert b.after is not None
         failed = self._session(b.after, f"{b.candidate.index}-after", run)
@@ -214,8 +232,8 @@ class _Bench:
 
             def run(sandbox: Sandbox, layer: list[_Built] = layer) -> None:
                 for other in layer:
-                    passed, _, _ = _check(sandbox, reproduce.command(template, other.runnable))
-                    b.cross[other.candidate.index] = passed
+                    reading, _ = _check(sandbox, reproduce.command(template, other.runnable, other.names))
+                    b.cross[other.candidate.index] = reading.ok
 
             self._session(tree, f"{b.candidate.index}-cross-{n}", run)
             shutil.rmtree(tree, ignore_errors=True)
@@ -252,7 +270,8 @@ class _Bench:
         return ""
 
     def _not_run(self, why: str) -> dict[str, Any]:
-        return {"command": self.repo.test, "returncode": -1, "passed": False, "output": f"not run: {why}"}
+        failed = {"passed": False, "verdict": testrun.NOT_RUN, "summary": why}
+        return {"command": self.repo.test, "returncode": -1, "output": f"not run: {why}", **failed}
 
 
 def _lay_over(sandbox: Sandbox, base: Path, tree: Path) -> None:
@@ -267,18 +286,20 @@ def _lay_over(sandbox: Sandbox, base: Path, tree: Path) -> None:
             raise SandboxError(f"could not remove the files the change deletes: {result.output[-OUTPUT_TAIL:]}")
 
 
-def _check(sandbox: Sandbox, command: str) -> tuple[bool, str, int]:
-    """Passed (the engine's exit code 0, no timeout), the output's tail, and the engine's exit code."""
+def _check(sandbox: Sandbox, command: str, *, changed: str = "") -> tuple[testrun.Reading, str]:
+    """What the host reads from the run (the engine's exit code, a timeout, the runner's summary; `changed`: the
+    diff under test) and the output's tail."""
     result = sandbox.run_check(command, timeout=TEST_TIMEOUT)
     tail = result.output[-OUTPUT_TAIL:] + (f"\n{result.exception_info}" if result.exception_info else "")
-    return result.returncode == 0 and not result.exception_info, tail, result.returncode
+    timed_out = bool(result.exception_info)
+    return testrun.read(result.output, result.returncode, command, timed_out=timed_out, changed=changed), tail
 
 
 def _verdict_detail(rep: Reproduction) -> str:
     if rep.fails_before is False:
         return "its test passes on the base commit too, so it does not reproduce the issue"
     if rep.fails_before is True and rep.passes_after is False:
-        return "its test fails with its own change applied"
+        return "its test fails with its own change applied" + (f": {rep.after_verdict}" if rep.after_verdict else "")
     return ""
 
 

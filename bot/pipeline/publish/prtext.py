@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from bot.pipeline.judge import testrun
 from bot.pipeline.judge.candidates import Candidate, Choice
 from bot.pipeline.judge.ranking import NAMES_SHOWN, dropped_text, reproductions_passed, valid_reproductions
 from bot.render import render
@@ -53,6 +54,8 @@ def _row(c: Candidate, choice: Choice, total: int, link: str | None) -> dict[str
         "refused": c.refused,
         "acceptable": c.acceptable,
         "test": c.test,
+        "test_verdict": testrun.of(c.test) if c.test is not None else None,
+        "test_summary": str((c.test or {}).get("summary") or "")[:DETAIL_CHARS],
         "dropped": dropped_text(c) if c.acceptable else "",
         "dropped_notes": dropped_notes(c) if c.acceptable else [],
         "reproduction": _repro_cell(c),
@@ -85,6 +88,8 @@ def _repro_cell(c: Candidate) -> str:
         return "passes before"
     if rep.fails_before is True and rep.passes_after is False:
         return "fails after"
+    if rep.detail.startswith("could not run the tests"):
+        return "could not run"  # a missing tool, module or dependency: no evidence, never "fails before"
     return "not checked"
 
 
