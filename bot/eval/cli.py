@@ -15,7 +15,7 @@ from bot.settings import Settings
 USAGE = """mini-fix eval TASKS [--output DIR] [--workers K] [--model NAME] [--api-base URL] [-c SPEC]... [--image I]
                      [--attempts N] [--attempt-workers K]
        mini-fix eval compare A B [--json]
-       mini-fix eval mine GIT_DIR [--output FILE] [--runner unittest|pytest] [--test-cmd CMD] [--list-cmd CMD] ..."""
+       mini-fix eval mine GIT_DIR [--output FILE] [--runner auto|unittest|pytest] [--test-cmd CMD] ..."""
 
 
 def _run_parser() -> argparse.ArgumentParser:
@@ -63,13 +63,23 @@ def _mine_parser() -> argparse.ArgumentParser:
     p.add_argument("--repo", default="", help="owner/name for the tasks (default local/<directory name>)")
     p.add_argument("--rev", default="HEAD", help="walk the first-parent history of this revision")
     p.add_argument("--max-commits", type=int, default=200)
-    p.add_argument("--runner", choices=["unittest", "pytest"], default="unittest")
+    p.add_argument(
+        "--runner",
+        choices=["auto", "unittest", "pytest"],
+        default="auto",
+        help="auto: the App's inference from each commit's build files (Python, Go, Rust, JavaScript, Java)",
+    )
     p.add_argument("--test-cmd", help="runs named tests; {tests} = the ids (default from --runner)")
     p.add_argument("--list-cmd", help="prints one test id a line (default from --runner)")
     p.add_argument("--setup", action="append", default=[], help="a setup command (repeatable)")
     p.add_argument("--setup-network", action="store_true", help="give the setup commands a network")
     p.add_argument("--image", help="sandbox image")
     p.add_argument("--issues", type=Path, help="JSON list of issues {number, title, body} for linked statements")
+    p.add_argument(
+        "--statement-from-tests",
+        action="store_true",
+        help="without a linked issue, write the statement from the failing test's name and output (else skip)",
+    )
     return p
 
 

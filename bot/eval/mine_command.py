@@ -29,6 +29,7 @@ def run_mine(args: argparse.Namespace, settings: Settings) -> int:
         args.setup_network,
         args.image,
         args.issues,
+        args.statement_from_tests,
     )
     repo_config = RepoConfig(setup=request.setup, setup_network=request.setup_network, image=request.image)
     runtime = Runtime(settings)

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from bot.eval.compare import compare, render_comparison
-from bot.eval.history import is_code_path, is_test_path, problem_statement, scan
+from bot.eval.history import is_code_path, is_test_path, linked_issue, scan
 from bot.eval.hostgit import GitFailed, apply_patch, base_checkout, git
 from bot.eval.store import OutputInUse, ResultStore
 from bot.eval.tasks import load_tasks
@@ -43,17 +43,17 @@ def test_scan_keeps_commits_that_change_tests_and_code(tmp_path: Path) -> None:
     shas = build_repo(tmp_path / "r")
     found, skipped = scan(tmp_path / "r", "HEAD", 50)
     assert [c.sha for c in found] == [shas["refactor"], shas["word_count"], shas["fix_shout"]]
-    assert skipped == {"merge commit": 0, "root commit": 1, "no test change": 1, "no code change": 1}
+    assert skipped == {"root commit": 1, "no test change": 1, "no code change": 1}
     shout = found[-1]
     assert shout.parent == shas["readme"] and "tests/test_strings.py" in shout.test_patch
     assert "textkit/strings.py" in shout.patch and "tests/" not in shout.patch
 
 
-def test_problem_statement_prefers_a_known_linked_issue() -> None:
+def test_linked_issue_prefers_a_known_one_and_never_falls_back_to_the_message() -> None:
     issues = {3: "Title\n\nBody"}
-    assert problem_statement("Fix it\n\nFixes #3", issues) == ("Title\n\nBody", 3)
-    assert problem_statement("Fix it (see #3)", issues) == ("Title\n\nBody", 3)
-    assert problem_statement("Fix it\n\nFixes #4", issues) == ("Fix it\n\nFixes #4", None)
+    assert linked_issue("Fix it\n\nFixes #3", issues) == ("Title\n\nBody", 3)
+    assert linked_issue("Fix it (see #3)", issues) == ("Title\n\nBody", 3)
+    assert linked_issue("Fix it\n\nFixes #4", issues) is None
 
 
 def test_base_checkout_holds_no_later_history(tmp_path: Path) -> None:
