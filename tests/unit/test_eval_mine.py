@@ -1,0 +1,216 @@
+"""`eval mine` without Docker: small real git histories (merge commits made with `--no-ff`) mined through the
+host-side fake sandbox, which runs the tests with the host's own tools (python3; a stand-in `go` that judges the
+checkout it is run in)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from bot.eval.history import Candidate, is_test_path, scan
+from bot.eval.mine import EACH_COMMAND, MineRequest, _plan, mine
+from bot.pipeline.judge import testbed
+from sandbox.base import Sandbox, SandboxConfig
+from tests.support.fake_sandbox import FakeSandbox
+
+ADD_V1 = "package calc\n\nfunc Add(a, b int) int { return a - b }\n"
+ADD_V2 = ADD_V1.replace("a - b", "a + b")
+ADD_TEST_V1 = 'package calc\n\nimport "testing"\n\nfunc TestZero(t *testing.T) {\n\tif Add(0, 0) != 0 {\n\t\tt.Fatal("zero")\n\t}\n}\n'
+ADD_TEST_V2 = ADD_TEST_V1 + (
+    '\nfunc TestAdd(t *testing.T) {\n\tif Add(1, 2) != 3 {\n\t\tt.Fatalf("Add(1, 2) = %d, want 3", Add(1, 2))\n\t}\n}\n'
+)
+# A stand-in for `go test` (the host has no Go): it passes when the checkout's Add adds, else prints go's failure.
+FAKE_GO = """#!/bin/sh
+if grep -q 'a + b' add.go; then echo "ok  	example.com/calc	0.002s"; exit 0; fi
+echo "--- FAIL: TestAdd (0.00s)"
+echo "    add_test.go:13: Add(1, 2) = -1, want 3"
+echo "FAIL	example.com/calc	0.002s"
+exit 1
+"""
+STRINGS_V1 = 'def shout(text):\n    return text.lower() + "!"\n'
+STRINGS_V2 = STRINGS_V1.replace("lower", "upper")
+TEST_V1 = "import unittest\n\nfrom textkit.strings import shout\n\n\nclass ShoutTest(unittest.TestCase):\n"
+TEST_V1 += '    def test_bang(self):\n        self.assertTrue(shout("a").endswith("!"))\n'
+TEST_V2 = TEST_V1 + '\n    def test_shout(self):\n        self.assertEqual(shout("hi"), "HI!")\n'
+FIX_MESSAGE = "Upper-case shout() instead of lower-casing it"
+
+
+def _git(repo: Path, *args: str) -> str:
+    env = {"GIT_CONFIG_GLOBAL": "/dev/null", "GIT_CONFIG_NOSYSTEM": "1", "PATH": "/usr/bin:/bin", "HOME": str(repo)}
+    ident = ["-c", "user.name=T", "-c", "user.email=t@example.com", "-c", "init.defaultBranch=main"]
+    out = subprocess.run(["git", *ident, *args], cwd=repo, env=env, check=True, capture_output=True, text=True)
+    return out.stdout.strip()
+
+
+def _commit(repo: Path, files: dict[str, str], message: str) -> str:
+    for name, text in files.items():
+        (repo / name).parent.mkdir(parents=True, exist_ok=True)
+        (repo / name).write_text(text)
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-q", "-m", message)
+    return _git(repo, "rev-parse", "HEAD")
+
+
+def _merged_pr(repo: Path, root: dict[str, str], fix: dict[str, str], fix_message: str) -> dict[str, str]:
+    """root commit, a docs commit on main, a branch with the fix merged with `--no-ff` as PR #12."""
+    repo.mkdir()
+    _git(repo, "init", "-q")
+    shas = {"root": _commit(repo, root, "Initial")}
+    _git(repo, "checkout", "-q", "-b", "fix")
+    shas["fix"] = _commit(repo, fix, fix_message)
+    _git(repo, "checkout", "-q", "main")
+    shas["docs"] = _commit(repo, {"README.md": "# project\n"}, "Add a README")
+    _git(repo, "merge", "-q", "--no-ff", "fix", "-m", "Merge pull request #12 from someone/fix")
+    shas["merge"] = _git(repo, "rev-parse", "HEAD")
+    return shas
+
+
+def _go_repo(repo: Path, fix_message: str = "Add adds (fixes #7)") -> dict[str, str]:
+    root = {"go.mod": "module example.com/calc\n\ngo 1.19\n", "add.go": ADD_V1, "add_test.go": ADD_TEST_V1}
+    return _merged_pr(repo, root, {"add.go": ADD_V2, "add_test.go": ADD_TEST_V2}, fix_message)
+
+
+def _python_repo(repo: Path) -> dict[str, str]:
+    root = {"textkit/__init__.py": "", "textkit/strings.py": STRINGS_V1, "tests/__init__.py": ""}
+    root["tests/test_strings.py"] = TEST_V1
+    fix = {"textkit/strings.py": STRINGS_V2, "tests/test_strings.py": TEST_V2}
+    return _merged_pr(repo, root, fix, FIX_MESSAGE)
+
+
+class _Factory:
+    """Fake sandboxes with `bin` first on their PATH; each one's commands kept."""
+
+    def __init__(self, bin_dir: Path | None = None) -> None:
+        self.path = f"{bin_dir}:/usr/bin:/bin" if bin_dir else "/usr/bin:/bin"
+        self.boxes: list[FakeSandbox] = []
+
+    def __call__(self, config: SandboxConfig, run_id: str) -> Sandbox:
+        box = FakeSandbox(env={"PATH": self.path}, timeout=60)
+        self.boxes.append(box)
+        return box
+
+
+def _fake_go(tmp_path: Path) -> Path:
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "go").write_text(FAKE_GO)
+    (bin_dir / "go").chmod(0o755)
+    return bin_dir
+
+
+def _issues(path: Path, number: int, title: str, body: str) -> Path:
+    path.write_text(json.dumps([{"number": number, "title": title, "body": body}]))
+    return path
+
+
+def test_a_pr_merge_commit_is_a_candidate_against_its_first_parent(tmp_path: Path) -> None:
+    shas = _go_repo(tmp_path / "calc")
+    found, skipped = scan(tmp_path / "calc", "HEAD", 50)
+    assert [c.sha for c in found] == [shas["merge"]]
+    merge = found[0]
+    assert merge.parent == shas["docs"]  # the first parent: the branch it merged into
+    assert merge.test_files == ("add_test.go",)
+    assert "+func TestAdd(" in merge.test_patch and "add.go" not in merge.test_patch
+    assert "a + b" in merge.patch and "README" not in merge.patch  # main's own commit is not part of the merge
+    assert "fixes #7" in merge.refs  # the merged commit's message, where the linked issue is named
+    assert skipped == {"root commit": 1, "no test change": 1, "no code change": 0}  # the README commit
+
+
+def test_go_tests_other_languages_test_files_count() -> None:
+    for path in ("FooTest.java", "src/test/java/a/BarTests.java", "web/__tests__/app.js", "src/app.spec.ts"):
+        assert is_test_path(path), path
+    for path in ("src/main/java/a/Foo.java", "web/app.ts", "src/lib.go"):
+        assert not is_test_path(path), path
+
+
+def test_go_merge_is_mined_with_the_inferred_reproduction_and_the_linked_issue(tmp_path: Path) -> None:
+    shas = _go_repo(tmp_path / "calc")
+    issues = _issues(tmp_path / "issues.json", 7, "Add subtracts", "Add(1, 2) returns -1.")
+    factory = _Factory(_fake_go(tmp_path))
+    request = MineRequest(tmp_path / "calc", tmp_path / "mined.jsonl", issues=issues)
+    mined = mine(request, factory, SandboxConfig(), lambda line: None)
+
+    assert mined.dropped == []
+    [task] = mined.tasks
+    reproduction = "go test . -run '^(TestAdd)$'"  # the App's Go template, filled from the merge's own diff
+    assert task.FAIL_TO_PASS == [reproduction] and task.PASS_TO_PASS == []
+    assert task.base_commit == shas["docs"] and task.model_extra and task.model_extra["commit"] == shas["merge"]
+    assert task.test == "go test ./..." and task.reproduce == "go test {packages} -run {pattern}"
+    assert task.test_cmd == EACH_COMMAND
+    assert task.problem_statement == "Add subtracts\n\nAdd(1, 2) returns -1." and task.model_extra["issue"] == 7
+    ran = [c for box in factory.boxes for c in box.commands if "go test" in c]
+    assert ran and all(c == testbed.test_command(EACH_COMMAND, [reproduction]) for c in ran)
+
+
+def test_a_candidate_without_a_linked_issue_is_skipped_and_counted(tmp_path: Path) -> None:
+    _go_repo(tmp_path / "calc", fix_message="Make Add add")
+    factory = _Factory(_fake_go(tmp_path))
+    lines: list[str] = []
+    mined = mine(MineRequest(tmp_path / "calc", tmp_path / "mined.jsonl"), factory, SandboxConfig(), lines.append)
+    assert mined.tasks == [] and [d["kind"] for d in mined.dropped] == ["no linked issue"]
+    assert mined.summary()["skipped_by_reason"] == {"no linked issue": 1}
+    assert "mine: skipped 1 (no linked issue)" in lines
+    assert factory.boxes == []  # skipped before any sandbox ran
+
+
+def test_python_statement_from_tests_quotes_only_the_failing_test(tmp_path: Path) -> None:
+    shas = _python_repo(tmp_path / "textkit")
+    factory = _Factory()
+    request = MineRequest(tmp_path / "textkit", tmp_path / "mined.jsonl", statement_from_tests=True)
+    mined = mine(request, factory, SandboxConfig(), lambda line: None)
+
+    [task] = mined.tasks
+    assert task.model_extra and task.model_extra["commit"] == shas["merge"] and task.base_commit == shas["docs"]
+    assert task.FAIL_TO_PASS == ["tests.test_strings.ShoutTest.test_shout"]
+    assert task.PASS_TO_PASS == ["tests.test_strings.ShoutTest.test_bang"]
+    statement = task.problem_statement
+    assert statement.startswith("The test ShoutTest.test_shout in tests/test_strings.py fails:")
+    assert "AssertionError: 'hi!' != 'HI!'" in statement  # the failure output captured at the parent
+    assert FIX_MESSAGE not in statement and "Merge pull request" not in statement
+    assert "upper" not in statement  # nothing of the fix's diff
+    assert "issue" not in task.model_extra or task.model_extra["issue"] is None
+
+
+def test_python_without_linked_issue_or_option_is_skipped(tmp_path: Path) -> None:
+    _python_repo(tmp_path / "textkit")
+    mined = mine(MineRequest(tmp_path / "textkit", tmp_path / "m.jsonl"), _Factory(), SandboxConfig(), print)
+    assert mined.tasks == [] and mined.reasons() == {"no linked issue": 1}
+
+
+@pytest.mark.parametrize(
+    ("files", "test_file", "test_patch", "expected"),
+    [
+        (
+            {"Cargo.toml": "[package]\nname = 'x'\n"},
+            "tests/parse.rs",
+            "+++ b/tests/parse.rs\n+#[test]\n+fn parses_empty() {}\n",
+            ["cargo test --offline -- parses_empty"],
+        ),
+        (
+            {"package.json": json.dumps({"scripts": {"test": "mocha"}})},
+            "test/big.test.js",
+            "+++ b/test/big.test.js\n+it('rounds', () => {})\n",
+            ["npx mocha test/big.test.js"],
+        ),
+        (
+            {"pom.xml": "<project/>"},
+            "src/test/java/a/RoundTest.java",
+            "+++ b/src/test/java/a/RoundTest.java\n+    @Test void rounds() {}\n",
+            [
+                "mvn -o -B test -Dtest=RoundTest -DfailIfNoTests=false -Dsurefire.failIfNoSpecifiedTests=false",
+            ],
+        ),
+    ],
+)
+def test_rust_js_java_candidates_get_the_apps_reproduction(
+    tmp_path: Path, files: dict[str, str], test_file: str, test_patch: str, expected: list[str]
+) -> None:
+    for name, text in {**files, test_file: "// tests\n"}.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    candidate = Candidate("a" * 40, "b" * 40, "Fix it", f"--- a/{test_file}\n{test_patch}", "", (test_file,))
+    tests = _plan(MineRequest(tmp_path, tmp_path / "m.jsonl"), candidate, tmp_path)
+    assert tests.tests == expected and tests.test_cmd == EACH_COMMAND
