@@ -24,7 +24,8 @@ def test_mine_finds_exactly_the_valid_tasks(tmp_path: Path, docker_client: docke
     def factory(config: SandboxConfig, run_id: str) -> Sandbox:
         return DockerSandbox.start(config, run_id, client=docker_client)
 
-    request = MineRequest(repo, tmp_path / "mined.jsonl", issues=write_issues(tmp_path / "issues.json"))
+    issues = write_issues(tmp_path / "issues.json")
+    request = MineRequest(repo, tmp_path / "mined.jsonl", issues=issues, statement_from_tests=True)
     lines: list[str] = []
     mined = mine(request, factory, small_config(), lines.append)
 
@@ -45,16 +46,19 @@ def test_mine_finds_exactly_the_valid_tasks(tmp_path: Path, docker_client: docke
         "tests.test_count.WordCountTest.test_words",
     ]
     assert "tests.test_strings.ShoutTest.test_shout" in count.PASS_TO_PASS
-    assert count.problem_statement.startswith("Add word_count()")  # no linked issue: the commit message
+    # No linked issue: written from the failing test and its output before the fix, never the commit message.
+    assert count.problem_statement.startswith("The test WordCountTest.test_empty in tests/test_count.py fails:")
+    assert "word_count" in count.problem_statement and "Add word_count()" not in count.problem_statement
 
     assert mined.dropped == [
         {
             "commit": shas["refactor"],
             "subject": "Rewrite slugify as a generator; test tabs",
-            "reason": "every test passes at the parent with the new tests: nothing for a fix to do",
+            "kind": "nothing fails at the parent",
+            "reason": "nothing fails at the parent: every test passes there with the new tests: nothing to fix",
         }
     ]
-    assert mined.skipped == {"merge commit": 0, "root commit": 1, "no test change": 1, "no code change": 1}
+    assert mined.skipped == {"root commit": 1, "no test change": 1, "no code change": 1}
     assert any("dropped" in line for line in lines) and sum("kept" in line for line in lines) == 2
 
     # The commit's own code change resolves its task; no change does not.
