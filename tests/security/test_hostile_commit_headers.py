@@ -115,3 +115,18 @@ def test_the_workers_git_reads_a_revision_as_a_revision(tmp_path: Path, victim: 
             call()
         assert victim.read_text() == "the operator's precious file\n"
     assert gitops.read_blob(repo, "calc.py", max_bytes=100, rev=base) == b"x = 1\n"
+
+
+def test_a_merge_is_read_with_the_same_strict_header(tmp_path: Path, victim: Path) -> None:
+    repo, tree, base = _repo(tmp_path)
+    side = _raw_commit(repo, f"tree {tree}\nparent {base}\nauthor a <a@x> 1 +0000\ncommitter a <a@x> 1 +0000", "s")
+    people = "author a <a@x> 1 +0000\ncommitter a <a@x> 1 +0000"
+    late = f"tree {tree}\nparent {base}\nparent {side}\n{people}\nparent --output={victim}"
+    good = _raw_commit(repo, late, "Merge pull request #1")
+    _sh(repo, "update-ref", "HEAD", good)
+    found, _ = scan(repo, "HEAD", 10)
+    with quarantined(repo) as git_dir:
+        assert commit_parts(git_dir, good)[0] == [base, side]
+    # two parents (the late `parent` line is not one): the merge against its first parent
+    assert [(c.sha, c.parent) for c in found] == [(good, base)]
+    assert victim.read_text() == "the operator's precious file\n"
