@@ -18,7 +18,10 @@ from tests.support.fake_sandbox import FakeSandbox
 
 ADD_V1 = "package calc\n\nfunc Add(a, b int) int { return a - b }\n"
 ADD_V2 = ADD_V1.replace("a - b", "a + b")
-ADD_TEST_V1 = 'package calc\n\nimport "testing"\n\nfunc TestZero(t *testing.T) {\n\tif Add(0, 0) != 0 {\n\t\tt.Fatal("zero")\n\t}\n}\n'
+ADD_TEST_V1 = (
+    'package calc\n\nimport "testing"\n\n'
+    'func TestZero(t *testing.T) {\n\tif Add(0, 0) != 0 {\n\t\tt.Fatal("zero")\n\t}\n}\n'
+)
 ADD_TEST_V2 = ADD_TEST_V1 + (
     '\nfunc TestAdd(t *testing.T) {\n\tif Add(1, 2) != 3 {\n\t\tt.Fatalf("Add(1, 2) = %d, want 3", Add(1, 2))\n\t}\n}\n'
 )
@@ -136,7 +139,7 @@ def test_go_merge_is_mined_with_the_inferred_reproduction_and_the_linked_issue(t
     assert mined.dropped == []
     [task] = mined.tasks
     reproduction = "go test . -run '^(TestAdd)$'"  # the App's Go template, filled from the merge's own diff
-    assert task.FAIL_TO_PASS == [reproduction] and task.PASS_TO_PASS == []
+    assert [reproduction] == task.FAIL_TO_PASS and task.PASS_TO_PASS == []
     assert task.base_commit == shas["docs"] and task.model_extra and task.model_extra["commit"] == shas["merge"]
     assert task.test == "go test ./..." and task.reproduce == "go test {packages} -run {pattern}"
     assert task.test_cmd == EACH_COMMAND
