@@ -13,6 +13,7 @@ from sandbox.base import Sandbox, SandboxConfig
 from sandbox.docker import DockerSandbox
 from tests.integration.conftest import small_config
 from tests.support.eval_repo import SHOUT_ISSUE, build_repo, write_issues
+from tests.support.merge_repos import go_repo
 
 pytestmark = pytest.mark.docker
 
@@ -65,3 +66,23 @@ def test_mine_finds_exactly_the_valid_tasks(tmp_path: Path, docker_client: docke
     assert grade(shout, str(shout.model_extra["patch"]), factory, small_config(), "gold", tmp_path).resolved
     empty = grade(count, "", factory, small_config(), "none", tmp_path)
     assert not empty.resolved and empty.fail_to_pass == dict.fromkeys(count.FAIL_TO_PASS, False)
+
+
+def test_mine_a_go_history_of_pr_merges_with_real_go_test(tmp_path: Path, docker_client: docker.DockerClient) -> None:
+    """A Go module whose fix arrived as a `--no-ff` PR merge: inferred `go test` reproduction, run by real Go."""
+    shas = go_repo(tmp_path / "calc", fix_message="Make Add add")
+
+    def factory(config: SandboxConfig, run_id: str) -> Sandbox:
+        return DockerSandbox.start(config, run_id, client=docker_client)
+
+    request = MineRequest(tmp_path / "calc", tmp_path / "mined.jsonl", statement_from_tests=True)
+    config = small_config(memory="1g", pids_limit=512, timeout=120)
+    mined = mine(request, factory, config, lambda line: None)
+
+    assert mined.dropped == []
+    [task] = mined.tasks
+    assert task.model_extra and task.model_extra["commit"] == shas["merge"] and task.base_commit == shas["docs"]
+    assert task.FAIL_TO_PASS == ["go test . -run '^(TestAdd)$'"]
+    assert task.problem_statement.startswith("The test TestAdd in add_test.go fails:")
+    assert "--- FAIL: TestAdd" in task.problem_statement and "Make Add add" not in task.problem_statement
+    assert grade(task, str(task.model_extra["patch"]), factory, config, "gold", tmp_path).resolved

@@ -5,7 +5,6 @@ checkout it is run in)."""
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -15,16 +14,8 @@ from bot.eval.mine import EACH_COMMAND, MineRequest, _plan, mine
 from bot.pipeline.judge import testbed
 from sandbox.base import Sandbox, SandboxConfig
 from tests.support.fake_sandbox import FakeSandbox
+from tests.support.merge_repos import FIX_MESSAGE, go_repo, python_repo
 
-ADD_V1 = "package calc\n\nfunc Add(a, b int) int { return a - b }\n"
-ADD_V2 = ADD_V1.replace("a - b", "a + b")
-ADD_TEST_V1 = (
-    'package calc\n\nimport "testing"\n\n'
-    'func TestZero(t *testing.T) {\n\tif Add(0, 0) != 0 {\n\t\tt.Fatal("zero")\n\t}\n}\n'
-)
-ADD_TEST_V2 = ADD_TEST_V1 + (
-    '\nfunc TestAdd(t *testing.T) {\n\tif Add(1, 2) != 3 {\n\t\tt.Fatalf("Add(1, 2) = %d, want 3", Add(1, 2))\n\t}\n}\n'
-)
 # A stand-in for `go test` (the host has no Go): it passes when the checkout's Add adds, else prints go's failure.
 FAKE_GO = """#!/bin/sh
 if grep -q 'a + b' add.go; then echo "ok  	example.com/calc	0.002s"; exit 0; fi
@@ -33,54 +24,6 @@ echo "    add_test.go:13: Add(1, 2) = -1, want 3"
 echo "FAIL	example.com/calc	0.002s"
 exit 1
 """
-STRINGS_V1 = 'def shout(text):\n    return text.lower() + "!"\n'
-STRINGS_V2 = STRINGS_V1.replace("lower", "upper")
-TEST_V1 = "import unittest\n\nfrom textkit.strings import shout\n\n\nclass ShoutTest(unittest.TestCase):\n"
-TEST_V1 += '    def test_bang(self):\n        self.assertTrue(shout("a").endswith("!"))\n'
-TEST_V2 = TEST_V1 + '\n    def test_shout(self):\n        self.assertEqual(shout("hi"), "HI!")\n'
-FIX_MESSAGE = "Upper-case shout() instead of lower-casing it"
-
-
-def _git(repo: Path, *args: str) -> str:
-    env = {"GIT_CONFIG_GLOBAL": "/dev/null", "GIT_CONFIG_NOSYSTEM": "1", "PATH": "/usr/bin:/bin", "HOME": str(repo)}
-    ident = ["-c", "user.name=T", "-c", "user.email=t@example.com", "-c", "init.defaultBranch=main"]
-    out = subprocess.run(["git", *ident, *args], cwd=repo, env=env, check=True, capture_output=True, text=True)
-    return out.stdout.strip()
-
-
-def _commit(repo: Path, files: dict[str, str], message: str) -> str:
-    for name, text in files.items():
-        (repo / name).parent.mkdir(parents=True, exist_ok=True)
-        (repo / name).write_text(text)
-    _git(repo, "add", "-A")
-    _git(repo, "commit", "-q", "-m", message)
-    return _git(repo, "rev-parse", "HEAD")
-
-
-def _merged_pr(repo: Path, root: dict[str, str], fix: dict[str, str], fix_message: str) -> dict[str, str]:
-    """root commit, a docs commit on main, a branch with the fix merged with `--no-ff` as PR #12."""
-    repo.mkdir()
-    _git(repo, "init", "-q")
-    shas = {"root": _commit(repo, root, "Initial")}
-    _git(repo, "checkout", "-q", "-b", "fix")
-    shas["fix"] = _commit(repo, fix, fix_message)
-    _git(repo, "checkout", "-q", "main")
-    shas["docs"] = _commit(repo, {"README.md": "# project\n"}, "Add a README")
-    _git(repo, "merge", "-q", "--no-ff", "fix", "-m", "Merge pull request #12 from someone/fix")
-    shas["merge"] = _git(repo, "rev-parse", "HEAD")
-    return shas
-
-
-def _go_repo(repo: Path, fix_message: str = "Add adds (fixes #7)") -> dict[str, str]:
-    root = {"go.mod": "module example.com/calc\n\ngo 1.19\n", "add.go": ADD_V1, "add_test.go": ADD_TEST_V1}
-    return _merged_pr(repo, root, {"add.go": ADD_V2, "add_test.go": ADD_TEST_V2}, fix_message)
-
-
-def _python_repo(repo: Path) -> dict[str, str]:
-    root = {"textkit/__init__.py": "", "textkit/strings.py": STRINGS_V1, "tests/__init__.py": ""}
-    root["tests/test_strings.py"] = TEST_V1
-    fix = {"textkit/strings.py": STRINGS_V2, "tests/test_strings.py": TEST_V2}
-    return _merged_pr(repo, root, fix, FIX_MESSAGE)
 
 
 class _Factory:
@@ -110,7 +53,7 @@ def _issues(path: Path, number: int, title: str, body: str) -> Path:
 
 
 def test_a_pr_merge_commit_is_a_candidate_against_its_first_parent(tmp_path: Path) -> None:
-    shas = _go_repo(tmp_path / "calc")
+    shas = go_repo(tmp_path / "calc")
     found, skipped = scan(tmp_path / "calc", "HEAD", 50)
     assert [c.sha for c in found] == [shas["merge"]]
     merge = found[0]
@@ -130,7 +73,7 @@ def test_go_tests_other_languages_test_files_count() -> None:
 
 
 def test_go_merge_is_mined_with_the_inferred_reproduction_and_the_linked_issue(tmp_path: Path) -> None:
-    shas = _go_repo(tmp_path / "calc")
+    shas = go_repo(tmp_path / "calc")
     issues = _issues(tmp_path / "issues.json", 7, "Add subtracts", "Add(1, 2) returns -1.")
     factory = _Factory(_fake_go(tmp_path))
     request = MineRequest(tmp_path / "calc", tmp_path / "mined.jsonl", issues=issues)
@@ -149,7 +92,7 @@ def test_go_merge_is_mined_with_the_inferred_reproduction_and_the_linked_issue(t
 
 
 def test_a_candidate_without_a_linked_issue_is_skipped_and_counted(tmp_path: Path) -> None:
-    _go_repo(tmp_path / "calc", fix_message="Make Add add")
+    go_repo(tmp_path / "calc", fix_message="Make Add add")
     factory = _Factory(_fake_go(tmp_path))
     lines: list[str] = []
     mined = mine(MineRequest(tmp_path / "calc", tmp_path / "mined.jsonl"), factory, SandboxConfig(), lines.append)
@@ -160,7 +103,7 @@ def test_a_candidate_without_a_linked_issue_is_skipped_and_counted(tmp_path: Pat
 
 
 def test_python_statement_from_tests_quotes_only_the_failing_test(tmp_path: Path) -> None:
-    shas = _python_repo(tmp_path / "textkit")
+    shas = python_repo(tmp_path / "textkit")
     factory = _Factory()
     request = MineRequest(tmp_path / "textkit", tmp_path / "mined.jsonl", statement_from_tests=True)
     mined = mine(request, factory, SandboxConfig(), lambda line: None)
@@ -178,7 +121,7 @@ def test_python_statement_from_tests_quotes_only_the_failing_test(tmp_path: Path
 
 
 def test_python_without_linked_issue_or_option_is_skipped(tmp_path: Path) -> None:
-    _python_repo(tmp_path / "textkit")
+    python_repo(tmp_path / "textkit")
     mined = mine(MineRequest(tmp_path / "textkit", tmp_path / "m.jsonl"), _Factory(), SandboxConfig(), print)
     assert mined.tasks == [] and mined.reasons() == {"no linked issue": 1}
 
