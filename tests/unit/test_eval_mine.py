@@ -160,3 +160,12 @@ def test_rust_js_java_candidates_get_the_apps_reproduction(
     candidate = Candidate("a" * 40, "b" * 40, "Fix it", f"--- a/{test_file}\n{test_patch}", "", (test_file,))
     tests = _plan(MineRequest(tmp_path, tmp_path / "m.jsonl"), candidate, tmp_path)
     assert tests.tests == expected and tests.test_cmd == EACH_COMMAND
+
+
+def test_the_command_line_defaults_to_the_apps_inference_and_takes_statement_from_tests() -> None:
+    from bot.eval.cli import _mine_parser
+
+    args = _mine_parser().parse_args(["repo", "--statement-from-tests"])
+    assert args.runner == "auto" and args.statement_from_tests is True
+    assert MineRequest(Path("r"), Path("o")).runner == "auto"
+    assert _mine_parser().parse_args(["repo"]).statement_from_tests is False
