@@ -44,8 +44,8 @@ def sample(name: str) -> tuple[str, int]:
         ("unittest_zero", NO_TESTS, "Ran 0 tests"),  # a pytest project run by `unittest discover`: exit 0
         ("unittest_missing_module", NOT_RUN, "the Python module `semver` is not installed"),
         # go test
-        ("go_passed", PASSED, "1 packages ok"),
-        ("go_root_pattern", PASSED, "1 packages ok"),
+        ("go_passed", PASSED, "1 package ok"),
+        ("go_root_pattern", PASSED, "1 package ok"),
         ("go_failed", FAILED, "1 failed"),
         ("go_failed_verbose", FAILED, "1 tests passed, 1 failed"),
         ("go_one_failed", FAILED, "1 failed"),

@@ -288,7 +288,8 @@ def _go(lines: list[str], counts: _Counts) -> None:
         return
     passed = tests["PASS"] or ok
     failures = tests["FAIL"] or failed
-    said = f"{ok} packages ok, {failed + build} failed" + (f", {no_tests} without tests" if no_tests else "")
+    said = f"{ok} package{'' if ok == 1 else 's'} ok, {failed + build} failed"
+    said += f", {no_tests} without tests" if no_tests else ""
     if tests["PASS"] or tests["FAIL"]:
         said += f" ({tests['PASS']} tests passed, {tests['FAIL']} failed)"
     counts.add("go test", passed, failures, said, load_errors=build)
