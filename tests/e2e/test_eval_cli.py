@@ -50,10 +50,16 @@ def _eval(tmp: Path, out: str, model: ScriptedModelServer, name: str = "hosted_v
 def test_mine_eval_compare(tmp_path: Path) -> None:
     build_repo(tmp_path / "textkit")
     write_issues(tmp_path / "issues.json")
-    mined = _cli("eval", "mine", "textkit", "--issues", "issues.json", "--output", "mined.jsonl", cwd=tmp_path)
+    # The word_count commit links no issue: --statement-from-tests keeps it with a statement written from its failing
+    # test alone (never from its commit message, which names the fix).
+    mine = ["eval", "mine", "textkit", "--issues", "issues.json", "--statement-from-tests", "--output", "mined.jsonl"]
+    mined = _cli(*mine, cwd=tmp_path)
     assert mined.returncode == 0, mined.stderr
-    assert "3 candidate(s), kept 2" in mined.stdout
+    assert "3 candidate(s), kept 2" in mined.stdout, mined.stdout
     assert json.loads((tmp_path / "mined.summary.json").read_text())["kept"] == 2
+    statements = [json.loads(line)["problem_statement"] for line in (tmp_path / "mined.jsonl").read_text().splitlines()]
+    assert not any("Counts whitespace-separated words" in s or "Add word_count()" in s for s in statements)
+    assert any(s.startswith("The test ") for s in statements), statements
 
     with ScriptedModelServer(_replies(fix_count=False), by_turn=True) as model:
         first = _eval(tmp_path, "run-a", model)
