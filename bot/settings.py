@@ -197,6 +197,10 @@ class Settings(BaseSettings):
     """Comma-separated owner/name repositories whose deliveries are ignored."""
     max_running_per_installation: int = 0
     """Jobs of one installation running at once across workers (0 = no cap)."""
+    fair_share_weights: Annotated[dict[str, float], NoDecode] = {}
+    """Comma-separated `owner=weight` shares of the job slots when runs wait (`acme=3,octo=1`); unnamed owners 1."""
+    fair_share_window_seconds: float = Field(default=3600.0, gt=0)
+    """How far back the runs an installation started count against its share of the slots."""
     max_queued_per_installation: int = 0
     """Queued jobs one installation may have; the next trigger gets a queue-full comment (0 = no cap)."""
     create_labels: bool = True
@@ -216,6 +220,23 @@ class Settings(BaseSettings):
         if isinstance(value, str):
             return [part.strip() for part in value.split(",") if part.strip()]
         return value
+
+    @field_validator("fair_share_weights", mode="before")
+    @classmethod
+    def _parse_weights(cls, value: object) -> object:
+        if not isinstance(value, str):
+            return value
+        weights: dict[str, float] = {}
+        for part in filter(None, (p.strip() for p in value.split(","))):
+            owner, sep, weight = part.partition("=")
+            try:
+                share = float(weight)
+            except ValueError:
+                share = 0.0
+            if not sep or not owner.strip() or not share > 0:
+                raise ValueError(f"{part!r}: write owner=weight with a weight above 0, e.g. acme=2")
+            weights[owner.strip().lower()] = share
+        return weights
 
     @field_validator("model_profiles")
     @classmethod

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from bot.jobs import InstallationChange, Job, JobRequest, JobStatus, PrEvent
+from bot.ledger.fair import ClaimPolicy
 
 
 @dataclass(frozen=True)
@@ -118,6 +119,11 @@ class Ledger(Protocol):
 
     def claim(self, job_id: str, worker_id: str, lease_seconds: float) -> Job | None:
         """Take a queued job, or a running one whose lease expired; None when it is not claimable."""
+        ...
+
+    def claim_next(self, worker_id: str, lease_seconds: float, policy: ClaimPolicy) -> Job | None:
+        """Take the fairest claimable run (bot/ledger/fair.py), the running cap checked in the same transaction;
+        None when nothing is claimable."""
         ...
 
     def renew(self, job_id: str, worker_id: str, lease_seconds: float) -> bool:

@@ -18,6 +18,7 @@ COLUMNS = (
 INSERT_COLUMNS = f"{COLUMNS}, body_sha256"  # the body's digest is written, never read back into a Job
 BODY_COLUMN = "body_sha256 TEXT"  # added to ledgers created before it (NULL: a job no webhook body asked for)
 BODY_INDEX = "CREATE UNIQUE INDEX IF NOT EXISTS jobs_one_body ON jobs (body_sha256)"  # NULLs never clash
+STARTED_INDEX = "CREATE INDEX IF NOT EXISTS jobs_started ON jobs (started_at)"  # fair share's recent window
 ACTIVE = "status IN ('queued', 'running')"
 LIVE = "status IN ('queued', 'running', 'waiting')"  # what a cancel ends: the active run and the asks waiting for it
 RUNS = "kind IN ('fix', 'retry', 'ci', 'review')"  # control jobs (help, stop) never count as an issue's active job

@@ -16,6 +16,7 @@ from bot import metrics
 from bot.jobs import SHUTDOWN_REASON, CancelSignal, Job, JobKind, JobOutcome, JobStatus
 from bot.ledger import open_ledger
 from bot.ledger.contract import Ledger
+from bot.ledger.fair import ClaimPolicy
 from bot.queue.dispatch import JobQueue, build_queue
 from bot.settings import Settings
 from bot.worker.control_lane import ControlLane
@@ -56,7 +57,12 @@ class Worker:
         # one that raises leaves the job in the queue, its claims unspent
         self.before_job: list[Callable[[], None]] = []
         self.after_stop: list[Callable[[], object]] = []  # once the slots stopped: e.g. GitHub writes still queued
-        self._deferred: dict[int, set[str]] = {}  # installation -> jobs waiting for its running cap
+        self.policy = ClaimPolicy(
+            running_cap=settings.max_running_per_installation,
+            weights=settings.fair_share_weights,
+            window_seconds=settings.fair_share_window_seconds,
+            max_claims=settings.max_claims,
+        )
         self.worker_id = worker_id or f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
         self._stopping = threading.Event()
         self._running: dict[str, CancelSignal] = {}
@@ -157,15 +163,22 @@ class Worker:
             self._stopping.wait(RECONCILE_EVERY)
 
     def run_job(self, job_id: str) -> JobStatus | None:
-        """Claim and run one job; the final status recorded, or None when the job was not claimable here."""
+        """Claim and run one job; the final status recorded, or None when nothing was claimable here.
+
+        A control job (`/agent stop`, help) is claimed by its id. For a run, the id only says a run may wait: the
+        slot claims the fairest claimable run (bot/ledger/fair.py), under the running cap in the same step."""
         if self._stopping.is_set():
             self.queue.enqueue(job_id)  # leave it for the next worker
             return None
-        if self._at_running_cap(job_id) or not self._prepared(job_id):
+        hinted = self.ledger.get(job_id)
+        if hinted is not None and hinted.kind.is_control:
+            job = self.ledger.claim(job_id, self.worker_id, self.settings.lease_seconds)
+        elif not self._prepared(job_id):
             return None
-        job = self.ledger.claim(job_id, self.worker_id, self.settings.lease_seconds)
+        else:
+            job = self.ledger.claim_next(self.worker_id, self.settings.lease_seconds, self.policy)
         if job is None:
-            log.info("job not claimable (done, stopped or held by another worker)", job_id=job_id)
+            log.info("nothing claimable (done, stopped, held elsewhere, or at the running cap)", job_id=job_id)
             return None
         if job.attempts == 1 and job.created_at is not None:
             metrics.QUEUE_WAIT_SECONDS.observe(max(0.0, time.time() - job.created_at.timestamp()))
@@ -207,27 +220,9 @@ class Worker:
                 cancel.cancel(reason)
                 return
 
-    def _at_running_cap(self, job_id: str) -> bool:
-        """True (and the job set aside) when its installation already runs its cap of jobs."""
-        cap = self.settings.max_running_per_installation
-        job = self.ledger.get(job_id) if cap > 0 else None
-        if job is None or job.status != JobStatus.QUEUED or job.kind.is_control:
-            return False
-        if self.ledger.count_jobs(job.installation_id, JobStatus.RUNNING) < cap:
-            return False
-        with self._lock:  # dispatched again when one of the installation's jobs ends (or by the reconciler)
-            self._deferred.setdefault(job.installation_id, set()).add(job_id)
-        log.info("job waits for its installation's running cap", job_id=job_id, cap=cap)
-        return True
-
     def _prepared(self, job_id: str) -> bool:
-        """Whether `before_job` holds for a queued run; when not, the job goes back to the queue unclaimed and this
-        slot waits a little (the readiness probe says what is missing meanwhile)."""
-        if not self.before_job:
-            return True
-        job = self.ledger.get(job_id)
-        if job is None or job.status != JobStatus.QUEUED or job.kind.is_control:
-            return True  # the claim decides; /agent stop and help need no sandbox
+        """Whether `before_job` holds before a run is claimed; when not, the id goes back to the queue (nothing is
+        claimed) and this slot waits a little (the readiness probe says what is missing meanwhile)."""
         for prepare in self.before_job:
             try:
                 prepare()
@@ -238,25 +233,34 @@ class Worker:
                 return False
         return True
 
-    def _release_deferred(self, installation_id: int) -> None:
-        with self._lock:
-            waiting = self._deferred.pop(installation_id, set())
-        for job_id in sorted(waiting):
+    def _wake_waiting(self) -> None:
+        """A place under the running cap came free: one queue entry more, so a run the cap turned away (its entry
+        spent) is taken now, on any worker, instead of at the reconciler's next sweep."""
+        if self.settings.max_running_per_installation <= 0:
+            return  # without a cap every queued run keeps its own entry until one slot claims something
+        try:
+            waiting = self.ledger.queued_ids()[:1]
+        except Exception:
+            log.warning("could not look for runs waiting on the cap", exc_info=True)
+            return
+        for job_id in waiting:
             self.queue.enqueue(job_id)
 
     def _settle(self, job: Job, outcome: JobOutcome) -> JobStatus | None:
         with self._lock:
             self._running.pop(job.id, None)
-        self._release_deferred(job.installation_id)
         if outcome.status == JobStatus.QUEUED and outcome.retry_in is not None:
-            return self._defer(job, outcome.retry_in, outcome.error or "deferred")
+            deferred = self._defer(job, outcome.retry_in, outcome.error or "deferred")
+            self._wake_waiting()
+            return deferred
         if self._stopping.is_set() and outcome.status not in KEEP_ON_STOP:
             self._requeue(job.id)
             return JobStatus.QUEUED
         try:
-            return self._finish(job, outcome)
+            return self._finish(job, outcome)  # recorded before anything waiting is woken: its place is free
         finally:
             if not job.kind.is_control:
+                self._wake_waiting()
                 self._next_ask(job.repo, job.issue)
 
     def _finish(self, job: Job, outcome: JobOutcome) -> JobStatus:

@@ -14,6 +14,7 @@ import pytest
 
 from bot.jobs import InstallationChange, JobDetails, JobKind, JobRequest, JobStatus, PrEvent
 from bot.ledger import open_ledger
+from bot.ledger.fair import ClaimPolicy
 from bot.ledger.writer import GroupCommitWriter
 from bot.settings import Settings
 from tests.support.threads import run_in_threads
@@ -421,3 +422,42 @@ def test_rows_written_by_the_previous_version_load_as_typed_details(ledger: Any,
     ledger.submit(request(issue=40, delivery="d-full", details=JobDetails(queue_full=True)))
     ledger.submit(request(issue=41, delivery="d-plain", details=JobDetails(queue_full=False)))
     assert ledger.count_jobs(77, JobStatus.QUEUED) == 6
+
+
+def test_claim_next_holds_the_running_cap_across_connections(ledger: Any, settings: Settings) -> None:
+    for n in range(6):
+        ledger.submit(request(issue=n, delivery=f"d{n}"))
+    other = open_ledger(settings)  # a second worker process on the same database
+    policy = ClaimPolicy(running_cap=2)
+    won: list[str] = []
+
+    def race(n: int) -> None:
+        if (job := (other if n % 2 else ledger).claim_next(f"w{n}", 60, policy)) is not None:
+            won.append(job.id)
+
+    run_in_threads(race, [(n,) for n in range(8)])
+    other.close()
+    assert len(won) == len(set(won)) == 2
+    assert ledger.claim_next("late", 60, policy) is None  # at the cap until one of them ends
+    assert ledger.finish(won[0], ledger.get(won[0]).worker_id, JobStatus.SUCCEEDED)
+    assert ledger.claim_next("late", 60, policy) is not None
+
+
+def test_claim_next_takes_the_installation_that_used_least(ledger: Any) -> None:
+    busy = [ledger.submit(request(issue=n, delivery=f"a{n}")).job for n in range(3)]
+    quiet = ledger.submit(JobRequest(JobKind.CI, 88, "other/repo", 1, "bob", "b1")).job  # follow-ups count too
+    policy = ClaimPolicy(max_claims=3)
+    assert ledger.claim_next("w1", 60, policy).id == busy[0].id  # oldest first while nobody runs anything
+    assert ledger.claim_next("w2", 60, policy).id == quiet.id  # 77 runs one, 88 none: 88 goes before 77's older
+    assert ledger.claim_next("w3", 60, policy).id == busy[1].id
+    assert ledger.claim_next("w4", 60, policy).id == busy[2].id
+    assert ledger.claim_next("w5", 60, policy) is None
+
+
+def test_claim_next_takes_back_a_dead_workers_run_until_its_claims_are_spent(ledger: Any) -> None:
+    job = ledger.submit(request()).job
+    policy = ClaimPolicy(max_claims=2)
+    assert ledger.claim_next("dead", -1, policy).id == job.id  # its lease ran out at once
+    again = ledger.claim_next("alive", -1, policy)
+    assert again is not None and again.attempts == 2
+    assert ledger.claim_next("third", 60, policy) is None  # the reconciler fails it now

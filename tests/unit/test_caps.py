@@ -88,24 +88,33 @@ class Gate:
         return JobOutcome(JobStatus.SUCCEEDED)
 
 
-def test_a_second_job_waits_for_the_installation_running_cap(
+def wait_until(condition: Callable[[], bool]) -> bool:
+    for _ in range(2000):
+        if condition():
+            return True
+        threading.Event().wait(0.01)
+    return condition()
+
+
+def test_a_slot_turned_away_by_the_running_cap_takes_another_installations_run(
     settings: Settings, ledger: SqliteLedger, job_queue: JobQueue
 ) -> None:
     gate = Gate()
     worker = Worker(settings, ledger, job_queue, gate)
     first, second = (ledger.submit(JobRequest(JobKind.FIX, 7, "acme/widgets", n, "alice", f"d{n}")).job for n in (1, 2))
     other = ledger.submit(JobRequest(JobKind.FIX, 8, "acme/widgets", 3, "alice", "d3")).job
-    runner = threading.Thread(target=worker.run_job, args=(first.id,))
-    runner.start()
-    for _ in range(2000):
-        if first.id in gate.started:
-            break
-        threading.Event().wait(0.01)
-    assert first.id in gate.started
-    assert worker.run_job(second.id) is None  # installation 7 already runs one job
+    slots = [threading.Thread(target=worker.run_job, args=(first.id,))]
+    slots[0].start()
+    assert wait_until(lambda: first.id in gate.started)
+    # The entry of installation 7's second job wakes a slot; 7 runs its cap, so the slot takes installation 8's.
+    slots.append(threading.Thread(target=worker.run_job, args=(second.id,)))
+    slots[1].start()
+    assert wait_until(lambda: other.id in gate.started)
     assert ledger.get(second.id).status == JobStatus.QUEUED  # type: ignore[union-attr]
+    assert worker.run_job(second.id) is None  # nothing claimable: 7 is at its cap, 8's run is taken
     gate.release.set()
-    assert worker.run_job(other.id) == JobStatus.SUCCEEDED  # installation 8 is not held back
-    runner.join(20)
-    assert second.id in job_queue.pending_ids()  # dispatched again once the first one finished
+    for slot in slots:
+        slot.join(20)
+    assert second.id in job_queue.pending_ids()  # dispatched again once a place under the cap came free
     assert worker.run_job(second.id) == JobStatus.SUCCEEDED
+    assert gate.started == [first.id, other.id, second.id]

@@ -13,7 +13,7 @@ from typing import Any
 import psycopg
 
 from bot.jobs import Job
-from bot.ledger import pr_outcomes
+from bot.ledger import fair, pr_outcomes
 from bot.ledger.postgres import installs as ledger_postgres_installs
 from bot.ledger.postgres import ops as ledger_postgres_ops
 from bot.ledger.postgres.writer import PostgresGroupCommitWriter
@@ -54,5 +54,16 @@ class PostgresLedger(SqlLedger[Conn]):
     def claim(self, job_id: str, worker_id: str, lease_seconds: float) -> Job | None:
         """Take a queued job, or a running one whose lease expired (one attempt more)."""
         now = time.time()
-        params = (worker_id, now + lease_seconds, now, job_id, now, now)
+        params = (worker_id, now + lease_seconds, now, now, job_id, now, now)
         return self._on_conn(lambda conn: ledger_postgres_ops.one_job(conn, ledger_postgres_ops.CLAIM, params))
+
+    def claim_next(self, worker_id: str, lease_seconds: float, policy: fair.ClaimPolicy) -> Job | None:
+        """Take the fairest claimable run: every worker's choice and claim hold one advisory lock, so no two see
+        the same free place under the running cap."""
+
+        def op(conn: Conn) -> Job | None:
+            with conn.transaction():
+                conn.execute("SELECT pg_advisory_xact_lock(%s)", (ledger_postgres_ops.CLAIM_LOCK,))
+                return fair.claim_next(self.dialect, conn, worker_id, lease_seconds, policy)
+
+        return self._on_conn(op)

@@ -23,6 +23,7 @@ from bot.ledger.sql import (
 )
 
 SCHEMA_LOCK = 0x6D696E6966  # pg_advisory_xact_lock key: processes starting together create the schema once
+CLAIM_LOCK = 0x6D696E6967  # held while a worker chooses and claims its next run (fair share, running cap)
 SCHEMA = (
     """CREATE TABLE IF NOT EXISTS jobs (
     id TEXT PRIMARY KEY, kind TEXT NOT NULL, installation_id BIGINT NOT NULL, repo TEXT NOT NULL,
@@ -37,6 +38,8 @@ SCHEMA = (
     "CREATE INDEX IF NOT EXISTS jobs_status ON jobs (status, lease_expires_at)",
     f"ALTER TABLE jobs ADD COLUMN IF NOT EXISTS {sql.BODY_COLUMN}",
     sql.BODY_INDEX,
+    "ALTER TABLE jobs ADD COLUMN IF NOT EXISTS started_at DOUBLE PRECISION",  # when its latest claim began
+    sql.STARTED_INDEX,
     """CREATE TABLE IF NOT EXISTS installations (
     id BIGINT PRIMARY KEY, account TEXT NOT NULL, suspended INTEGER NOT NULL DEFAULT 0,
     repositories TEXT NOT NULL DEFAULT '[]', updated_at DOUBLE PRECISION NOT NULL)""",
@@ -50,7 +53,7 @@ INSERT = (
 )
 CLAIM = (
     "UPDATE jobs SET status = 'running', worker_id = %s, lease_expires_at = %s, attempts = attempts + 1, "
-    "updated_at = %s WHERE id = %s AND ((status = 'queued' AND (lease_expires_at IS NULL OR lease_expires_at <= %s)) "
+    "updated_at = %s, started_at = %s WHERE id = %s AND ((status = 'queued' AND (lease_expires_at IS NULL OR lease_expires_at <= %s)) "
     "OR (status = 'running' AND lease_expires_at < %s)) "
     f"RETURNING {RETURNING}"
 )

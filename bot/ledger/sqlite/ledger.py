@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from bot.jobs import Job, JobRequest
-from bot.ledger import pr_outcomes
+from bot.ledger import fair, pr_outcomes
 from bot.ledger.contract import SubmitResult
 from bot.ledger.sql_base import SqlLedger
 from bot.ledger.sqlite import installs as ledger_sqlite_installs
@@ -65,6 +65,11 @@ class SqliteLedger(SqlLedger[sqlite3.Connection]):
     def claim(self, job_id: str, worker_id: str, lease_seconds: float) -> Job | None:
         """Take a queued job, or a running one whose lease expired (one attempt more)."""
         op = lambda conn: ledger_sqlite_ops.claim(conn, job_id, worker_id, lease_seconds)  # noqa: E731
+        return self._writer.submit(op).result()
+
+    def claim_next(self, worker_id: str, lease_seconds: float, policy: fair.ClaimPolicy) -> Job | None:
+        """Take the fairest claimable run; on the writer thread, so choosing and claiming are one transaction."""
+        op = lambda conn: fair.claim_next(self.dialect, conn, worker_id, lease_seconds, policy)  # noqa: E731
         return self._writer.submit(op).result()
 
     def close(self) -> None:

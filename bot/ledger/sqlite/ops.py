@@ -38,18 +38,21 @@ INSERT = (
 )
 CLAIM = (
     "UPDATE jobs SET status = 'running', worker_id = ?, lease_expires_at = ?, attempts = attempts + 1, "
-    "updated_at = ? WHERE id = ? AND ((status = 'queued' AND (lease_expires_at IS NULL OR lease_expires_at <= ?)) "
+    "updated_at = ?, started_at = ? WHERE id = ? AND ((status = 'queued' AND (lease_expires_at IS NULL OR lease_expires_at <= ?)) "
     "OR (status = 'running' AND lease_expires_at < ?))"
 )
 Conn = sqlite3.Connection
 
 
 def migrate(conn: Conn) -> None:
-    """Bring a ledger file created by an earlier version up to SCHEMA (the body digest column and its index)."""
+    """Bring a ledger file created by an earlier version up to SCHEMA (the body digest and start columns, indexes)."""
     columns = {row[1] for row in conn.execute("PRAGMA table_info(jobs)")}
     if "body_sha256" not in columns:
         conn.execute(f"ALTER TABLE jobs ADD COLUMN {sql.BODY_COLUMN}")
+    if "started_at" not in columns:
+        conn.execute("ALTER TABLE jobs ADD COLUMN started_at REAL")
     conn.execute(sql.BODY_INDEX)
+    conn.execute(sql.STARTED_INDEX)
 
 
 def stop_active(conn: Conn, where: str, params: tuple[Any, ...], reason: str, queued_to: JobStatus) -> Stopped:
@@ -126,7 +129,7 @@ def new_job_id() -> str:
 def claim(conn: Conn, job_id: str, worker_id: str, lease_seconds: float) -> Job | None:
     """Take a queued job, or a running one whose lease expired; None when it is not claimable."""
     now = time.time()
-    claimed = conn.execute(CLAIM, (worker_id, now + lease_seconds, now, job_id, now, now)).rowcount
+    claimed = conn.execute(CLAIM, (worker_id, now + lease_seconds, now, now, job_id, now, now)).rowcount
     return select_jobs(SQLITE, conn, "id = ?", (job_id,))[0] if claimed else None
 
 
