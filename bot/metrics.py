@@ -73,6 +73,20 @@ MODEL_SECONDS = Histogram(
     "Latency of one model call, retries included.",
     buckets=(0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20, 40, 80, 160),
 )
+USAGE_TOKENS = Counter(
+    "minifix_usage_tokens_total",
+    "Model tokens runs used, by installation and direction.",
+    ["installation", "direction"],
+)
+USAGE_MODEL_SECONDS = Counter(
+    "minifix_usage_model_seconds_total", "Seconds runs waited on the model, by installation.", ["installation"]
+)
+USAGE_SANDBOX_CPU = Counter(
+    "minifix_usage_sandbox_cpu_seconds_total", "CPU-seconds of runs' sandboxes, by installation.", ["installation"]
+)
+USAGE_WALL_SECONDS = Counter(
+    "minifix_usage_wall_seconds_total", "Wall time of runs (claim to outcome), by installation.", ["installation"]
+)
 TRAJECTORY_WRITE_FAILURES = Counter(
     "minifix_trajectory_write_failures_total",
     "Trajectory saves the App's own storage refused (a full disk, an I/O error); the runs went on.",
@@ -191,3 +205,23 @@ def serve(port: int, host: str = "0.0.0.0") -> None:
 def render(*extra: CollectorRegistry) -> tuple[bytes, str]:
     """The metrics in Prometheus text format (this process's, then `extra`'s), and its content type."""
     return b"".join(generate_latest(r) for r in (REGISTRY, *extra)), CONTENT_TYPE_LATEST
+
+
+def count_usage(
+    installation: str,
+    prompt: int = 0,
+    completion: int = 0,
+    model_seconds: float = 0.0,
+    *,
+    cpu_seconds: float = 0.0,
+    wall_seconds: float = 0.0,
+) -> None:
+    """Add one run's use to the usage counters (the ledger's `job_usage` rows are the durable record)."""
+    if prompt or completion or model_seconds:
+        USAGE_TOKENS.labels(installation=installation, direction="prompt").inc(prompt)
+        USAGE_TOKENS.labels(installation=installation, direction="completion").inc(completion)
+        USAGE_MODEL_SECONDS.labels(installation=installation).inc(model_seconds)
+    if cpu_seconds:
+        USAGE_SANDBOX_CPU.labels(installation=installation).inc(cpu_seconds)
+    if wall_seconds:
+        USAGE_WALL_SECONDS.labels(installation=installation).inc(wall_seconds)

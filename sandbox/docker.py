@@ -290,6 +290,15 @@ class DockerSandbox:
             self._uname = dict(zip(("system", "release", "version", "machine"), lines, strict=False))
         return {**self._uname, "cwd": self.config.cwd}
 
+    def cpu_seconds(self) -> float | None:
+        """CPU time the container's processes used so far, as the engine counts it (its cgroup; one cheap
+        one-shot stats call); None when the engine cannot say."""
+        try:
+            stats = self.client.api.stats(self.container_id, stream=False, one_shot=True)
+            return int(stats["cpu_stats"]["cpu_usage"]["total_usage"]) / 1e9
+        except Exception:  # a container already gone, an engine away: no figure rather than a failed run
+            return None
+
     def close(self) -> None:
         """Remove the container, ending any action running in it. Idempotent; never raises."""
         with self._state_lock:

@@ -86,6 +86,16 @@ def _parser() -> argparse.ArgumentParser:
     jobs = sub.add_parser("jobs", help="list the job ledger")
     jobs.add_argument("--json", action="store_true", help="one JSON object per line")
     jobs.add_argument("--limit", type=int, default=50)
+
+    usage = sub.add_parser("usage", help="what runs used (tokens, model and CPU seconds), summed from the ledger")
+    usage.add_argument(
+        "--by",
+        default="repo,day",
+        help="comma-separated groups of repo, installation, day (default repo,day; empty: one total)",
+    )
+    usage.add_argument("--days", type=int, default=30, help="the last N UTC days, today included (0: all)")
+    usage.add_argument("--installation", type=int, help="only this installation id")
+    usage.add_argument("--json", action="store_true", help="one JSON object per line")
     return parser
 
 
@@ -165,6 +175,16 @@ def _jobs(settings: Settings, args: argparse.Namespace) -> int:
     return print_jobs(settings, as_json=args.json, limit=args.limit)
 
 
+def _usage(settings: Settings, args: argparse.Namespace) -> int:
+    from bot.cli.usage_report import GROUPINGS, print_usage
+
+    by = [part.strip() for part in args.by.split(",") if part.strip()]
+    if unknown := [name for name in by if name not in GROUPINGS]:
+        print(f"mini-fix usage: --by takes {', '.join(GROUPINGS)}, not {', '.join(unknown)}", file=sys.stderr)
+        return 2
+    return print_usage(settings, by=by, days=args.days, installation=args.installation, as_json=args.json)
+
+
 def _eval(settings: Settings, args: argparse.Namespace) -> int:
     from bot.eval.cli import main as eval_main
 
@@ -205,6 +225,7 @@ COMMANDS = {
     "run": _run,
     "show": _show,
     "jobs": _jobs,
+    "usage": _usage,
     "eval": _eval,
     "export": _export,
 }

@@ -9,6 +9,7 @@ from typing import Any, Protocol
 
 from bot.jobs import InstallationChange, Job, JobRequest, JobStatus, PrEvent
 from bot.ledger.fair import ClaimPolicy
+from bot.ledger.usage import Usage
 
 
 @dataclass(frozen=True)
@@ -124,6 +125,24 @@ class Ledger(Protocol):
     def claim_next(self, worker_id: str, lease_seconds: float, policy: ClaimPolicy) -> Job | None:
         """Take the fairest claimable run (bot/ledger/fair.py), the running cap checked in the same transaction;
         None when nothing is claimable."""
+        ...
+
+    def record_usage_nowait(self, use: Usage) -> Future[bool]:
+        """Write one claim's usage totals; a newer version only, never over a final row (bot/ledger/usage.py)."""
+        ...
+
+    def record_usage(self, use: Usage) -> bool:
+        """`record_usage_nowait`, waiting for the commit."""
+        ...
+
+    def usage_totals(
+        self, by: builtins.list[str], *, since: str = "", installation_id: int | None = None
+    ) -> builtins.list[dict[str, Any]]:
+        """Usage summed by `by` (repo, installation, day) from the UTC day `since` on."""
+        ...
+
+    def job_usage(self, job_id: str) -> builtins.list[Usage]:
+        """A job's usage rows, one per claim."""
         ...
 
     def renew(self, job_id: str, worker_id: str, lease_seconds: float) -> bool:

@@ -11,7 +11,7 @@ from concurrent.futures import Future
 from typing import Any, Generic, Protocol, TypeVar
 
 from bot.jobs import InstallationChange, Job, JobRequest, JobStatus, PrEvent
-from bot.ledger import pr_outcomes, sql
+from bot.ledger import pr_outcomes, sql, usage
 from bot.ledger.contract import SubmitResult
 from bot.ledger.writer import BatchWriter, Connection
 
@@ -175,6 +175,24 @@ class SqlLedger(Generic[C]):
     def count_jobs(self, installation_id: int, status: JobStatus, *, other_than: tuple[str, int] | None = None) -> int:
         """Fix and retry jobs of an installation in `status` (queue-full ones and one issue's left out)."""
         return self._on_conn(lambda c: self.installs.count(c, installation_id, status.value, other_than=other_than))
+
+    def record_usage_nowait(self, use: usage.Usage) -> Future[bool]:
+        """Write one claim's usage totals (bot/ledger/usage.py: a newer version only, never over a final row)."""
+        return self._writer.submit(lambda conn: usage.record(self.dialect, conn, use, time.time()))
+
+    def record_usage(self, use: usage.Usage) -> bool:
+        """`record_usage_nowait`, waiting for the commit; False when the row held a newer or final version."""
+        return self.record_usage_nowait(use).result()
+
+    def usage_totals(
+        self, by: builtins.list[str], *, since: str = "", installation_id: int | None = None
+    ) -> builtins.list[dict[str, Any]]:
+        """Usage summed by `by` (repo, installation, day) from the UTC day `since` on."""
+        return self._on_conn(lambda c: usage.totals(self.dialect, c, by, since=since, installation_id=installation_id))
+
+    def job_usage(self, job_id: str) -> builtins.list[usage.Usage]:
+        """A job's usage rows, one per claim."""
+        return self._on_conn(lambda conn: usage.claims(self.dialect, conn, job_id))
 
     def installation(self, installation_id: int) -> dict[str, Any] | None:
         """The recorded installation: account, suspended, repositories; None when unknown or deleted."""

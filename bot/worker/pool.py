@@ -21,6 +21,7 @@ from bot.queue.dispatch import JobQueue, build_queue
 from bot.settings import Settings
 from bot.worker.control_lane import ControlLane
 from bot.worker.health import ChoreHealth
+from bot.worker.usage import JobMeter, metering
 
 Runner = Callable[[Job, threading.Event], JobOutcome]
 GaveUp = Callable[[Job], None]
@@ -195,8 +196,10 @@ class Worker:
         done = threading.Event()
         keeper = threading.Thread(target=self._keep_lease, args=(job.id, cancel, done), daemon=True)
         keeper.start()
+        meter = None if job.kind.is_control else JobMeter(job, self.ledger.record_usage_nowait)
+        began = time.monotonic()
         try:
-            with metrics.job_run(job.kind.value):
+            with metrics.job_run(job.kind.value), metering(meter):  # the runner meters its model and sandboxes
                 return self._runner(job, cancel)
         except Exception as exc:  # the edge: a pipeline bug ends this job, never the worker
             log.exception("job runner raised")
@@ -204,6 +207,8 @@ class Worker:
         finally:
             done.set()
             keeper.join()
+            if meter is not None:
+                meter.finish(time.monotonic() - began)
 
     def _keep_lease(self, job_id: str, cancel: CancelSignal, done: threading.Event) -> None:
         interval = min(self.settings.lease_seconds / 4, 5.0)

@@ -12,6 +12,8 @@ from functools import partial
 
 import structlog
 
+from bot.agent.config import ModelConfig
+from bot.agent.model_base import Model
 from bot.github.gateway import GitHubGateway
 from bot.jobs import Job, JobOutcome, JobStatus
 from bot.ledger import open_ledger
@@ -28,6 +30,7 @@ from bot.pipeline.task.asks import AskLedger
 from bot.pipeline.task.followup import IssueJobs
 from bot.settings import Settings
 from bot.trajectory_store import shared_saver
+from bot.worker import usage
 from bot.worker.images import SandboxImages
 from bot.worker.labels import LabelKeeper
 from bot.worker.notices import gave_up_notifier
@@ -91,11 +94,15 @@ def build_runner(
 
         if job.attempts > 1:
             remove_stale_containers(job, settings.deployment_name)
+        sandboxes = runtime.sandboxes({JOB_ID_LABEL: job.id, DEPLOYMENT_LABEL: settings.deployment_name})
+        model: Callable[[ModelConfig], Model] = runtime.model
+        if (meter := usage.active()) is not None:  # the worker's meter of this claim (bot/worker/usage.py)
+            sandboxes, model = meter.sandboxes(sandboxes), meter.models(model)
         deps = PipelineDeps(
             settings,
             github,
-            runtime.sandboxes({JOB_ID_LABEL: job.id, DEPLOYMENT_LABEL: settings.deployment_name}),
-            runtime.model,
+            sandboxes,
+            model,
             agent_config,
             stop_runs=stop_runs,
             remember_label=remember_label,

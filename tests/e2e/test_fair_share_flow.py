@@ -54,7 +54,10 @@ def test_a_second_organisation_starts_before_the_bursts_fifth_run(github: FakeGi
         app = AppProcess(env, tmp_path / "app.log").start()
         try:
             for issue in a_issues:
-                assert deliver(f"{app.url}/webhook", "issues", labeled(A, issue, sender="alice"), SECRET).status_code == 202
+                assert (
+                    deliver(f"{app.url}/webhook", "issues", labeled(A, issue, sender="alice"), SECRET).status_code
+                    == 202
+                )
             labelled_b = time.time() + 3
             time.sleep(3)
             for issue in b_issues:
@@ -72,6 +75,8 @@ def test_a_second_organisation_starts_before_the_bursts_fifth_run(github: FakeGi
     insts = [e["installation"] for e in order]
     b_first = insts.index(2) if 2 in insts else len(insts)
     a_fifth = [n for n, inst in enumerate(insts) if inst == 1][4] if insts.count(1) >= 5 else len(insts)
-    waited = datetime.fromisoformat(order[b_first]["timestamp"]).timestamp() - labelled_b if b_first < len(order) else -1
+    waited = (
+        datetime.fromisoformat(order[b_first]["timestamp"]).timestamp() - labelled_b if b_first < len(order) else -1
+    )
     print(f"start order {insts}; B's first is start #{b_first + 1}, {waited:.1f} s after B labelled")
     assert b_first < a_fifth, insts

@@ -15,6 +15,7 @@ import pytest
 from bot.jobs import InstallationChange, JobDetails, JobKind, JobRequest, JobStatus, PrEvent
 from bot.ledger import open_ledger
 from bot.ledger.fair import ClaimPolicy
+from bot.ledger.usage import Usage
 from bot.ledger.writer import GroupCommitWriter
 from bot.settings import Settings
 from tests.support.threads import run_in_threads
@@ -461,3 +462,36 @@ def test_claim_next_takes_back_a_dead_workers_run_until_its_claims_are_spent(led
     again = ledger.claim_next("alive", -1, policy)
     assert again is not None and again.attempts == 2
     assert ledger.claim_next("third", 60, policy) is None  # the reconciler fails it now
+
+
+def usage_row(job_id: str, claim: str, version: int, *, final: bool = False, calls: int = 1, **more: Any) -> Usage:
+    values: dict[str, Any] = {"installation_id": 77, "repo": "octo/widgets", "day": "2026-12-05", **more}
+    return Usage(job_id, claim, 1, version=version, final=final, calls=calls, prompt_tokens=100 * calls,
+                 completion_tokens=10 * calls, model_seconds=0.5 * calls, **values)  # fmt: skip
+
+
+def test_usage_is_recorded_once_whatever_arrives_twice_or_late(ledger: Any) -> None:
+    assert ledger.record_usage(usage_row("j1", "c1", 1, calls=1))
+    assert ledger.record_usage(usage_row("j1", "c1", 2, calls=2))
+    assert not ledger.record_usage(usage_row("j1", "c1", 2, calls=2))  # the same write again
+    assert not ledger.record_usage(usage_row("j1", "c1", 1, calls=1))  # an older one, late
+    assert ledger.record_usage(usage_row("j1", "c1", 3, final=True, calls=2, wall_seconds=9.0))
+    assert not ledger.record_usage(usage_row("j1", "c1", 4, calls=5))  # nothing replaces a final row
+    # The job resumed after its worker died: its new claim has a row of its own.
+    assert ledger.record_usage(usage_row("j1", "c2", 1, final=True, calls=3))
+    rows = ledger.job_usage("j1")
+    assert [(r.claim, r.calls, r.final) for r in rows] == [("c1", 2, True), ("c2", 3, True)]
+    [total] = ledger.usage_totals([])
+    assert (total["jobs"], total["calls"], total["prompt_tokens"], total["completion_tokens"]) == (1, 5, 500, 50)
+    assert total["wall_seconds"] == 9.0
+
+
+def test_usage_sums_by_repository_installation_and_day(ledger: Any) -> None:
+    ledger.record_usage(usage_row("a", "c", 1, calls=1))
+    ledger.record_usage(usage_row("b", "c", 1, calls=2, day="2026-12-04"))
+    ledger.record_usage(usage_row("c", "c", 1, calls=4, installation_id=88, repo="other/repo"))
+    by_repo = ledger.usage_totals(["repo"])
+    assert [(r["repo"], r["jobs"], r["calls"]) for r in by_repo] == [("other/repo", 1, 4), ("octo/widgets", 2, 3)]
+    by_day = ledger.usage_totals(["installation", "day"], installation_id=77)
+    assert [(r["installation"], r["day"], r["calls"]) for r in by_day] == [(77, "2026-12-04", 2), (77, "2026-12-05", 1)]
+    assert [r["calls"] for r in ledger.usage_totals([], since="2026-12-05")] == [5]

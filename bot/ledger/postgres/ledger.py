@@ -13,7 +13,7 @@ from typing import Any
 import psycopg
 
 from bot.jobs import Job
-from bot.ledger import fair, pr_outcomes
+from bot.ledger import fair, pr_outcomes, usage
 from bot.ledger.postgres import installs as ledger_postgres_installs
 from bot.ledger.postgres import ops as ledger_postgres_ops
 from bot.ledger.postgres.writer import PostgresGroupCommitWriter
@@ -32,7 +32,9 @@ class PostgresLedger(SqlLedger[Conn]):
     def __init__(self, url: str) -> None:
         self.url = url
         super().__init__(PostgresGroupCommitWriter(self._connect))
-        ledger_postgres_ops.create_schema(self._conn(), *ledger_postgres_installs.SCHEMA, *pr_outcomes.SCHEMAS)
+        ledger_postgres_ops.create_schema(
+            self._conn(), *ledger_postgres_installs.SCHEMA, *pr_outcomes.SCHEMAS, *usage.POSTGRES_SCHEMA
+        )
 
     def _connect(self) -> Conn:
         return psycopg.connect(self.url, autocommit=True)

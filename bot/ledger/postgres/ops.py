@@ -53,8 +53,8 @@ INSERT = (
 )
 CLAIM = (
     "UPDATE jobs SET status = 'running', worker_id = %s, lease_expires_at = %s, attempts = attempts + 1, "
-    "updated_at = %s, started_at = %s WHERE id = %s AND ((status = 'queued' AND (lease_expires_at IS NULL OR lease_expires_at <= %s)) "
-    "OR (status = 'running' AND lease_expires_at < %s)) "
+    "updated_at = %s, started_at = %s WHERE id = %s AND ((status = 'queued' AND (lease_expires_at IS NULL "
+    "OR lease_expires_at <= %s)) OR (status = 'running' AND lease_expires_at < %s)) "
     f"RETURNING {RETURNING}"
 )
 Conn = psycopg.Connection[Any]

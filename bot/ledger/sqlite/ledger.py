@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from bot.jobs import Job, JobRequest
-from bot.ledger import fair, pr_outcomes
+from bot.ledger import fair, pr_outcomes, usage
 from bot.ledger.contract import SubmitResult
 from bot.ledger.sql_base import SqlLedger
 from bot.ledger.sqlite import installs as ledger_sqlite_installs
@@ -30,7 +30,7 @@ class SqliteLedger(SqlLedger[sqlite3.Connection]):
             conn.executescript(ledger_sqlite_ops.SCHEMA)
             ledger_sqlite_ops.migrate(conn)
             conn.executescript(ledger_sqlite_installs.SCHEMA)
-            for statement in pr_outcomes.SCHEMAS:
+            for statement in (*pr_outcomes.SCHEMAS, *usage.SQLITE_SCHEMA):
                 conn.execute(statement)
         super().__init__(GroupCommitWriter(self._connect))
         self._loop_writer = LoopGroupCommit(self._connect)

@@ -38,8 +38,8 @@ INSERT = (
 )
 CLAIM = (
     "UPDATE jobs SET status = 'running', worker_id = ?, lease_expires_at = ?, attempts = attempts + 1, "
-    "updated_at = ?, started_at = ? WHERE id = ? AND ((status = 'queued' AND (lease_expires_at IS NULL OR lease_expires_at <= ?)) "
-    "OR (status = 'running' AND lease_expires_at < ?))"
+    "updated_at = ?, started_at = ? WHERE id = ? AND ((status = 'queued' AND (lease_expires_at IS NULL "
+    "OR lease_expires_at <= ?)) OR (status = 'running' AND lease_expires_at < ?))"
 )
 Conn = sqlite3.Connection
 
