@@ -201,6 +201,13 @@ class Settings(BaseSettings):
     """Comma-separated `owner=weight` shares of the job slots when runs wait (`acme=3,octo=1`); unnamed owners 1."""
     fair_share_window_seconds: float = Field(default=3600.0, gt=0)
     """How far back the runs an installation started count against its share of the slots."""
+    quota_tokens_per_day: int = Field(default=0, ge=0)
+    """Model tokens one organisation's runs may use per UTC day; a run past it is refused with a comment (0 = none)."""
+    quota_tokens_per_month: int = Field(default=0, ge=0)
+    """Model tokens one organisation's runs may use per UTC calendar month (0 = none)."""
+    quota_overrides: dict[str, dict[str, int]] = {}
+    """A JSON object of per-owner quotas over the defaults, e.g. `{"acme": {"tokens_per_month": 50000000}}`
+    (keys `tokens_per_day`, `tokens_per_month`; 0 = none for that owner)."""
     max_queued_per_installation: int = 0
     """Queued jobs one installation may have; the next trigger gets a queue-full comment (0 = no cap)."""
     create_labels: bool = True

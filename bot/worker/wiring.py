@@ -30,7 +30,7 @@ from bot.pipeline.task.asks import AskLedger
 from bot.pipeline.task.followup import IssueJobs
 from bot.settings import Settings
 from bot.trajectory_store import shared_saver
-from bot.worker import usage
+from bot.worker import quotas, usage
 from bot.worker.images import SandboxImages
 from bot.worker.labels import LabelKeeper
 from bot.worker.notices import gave_up_notifier
@@ -57,6 +57,7 @@ def wire_worker(settings: Settings) -> Worker:
         issue_jobs=ledger.issue_jobs,
         asks=AskLedger(ledger.waiting_asks, ledger.settle_ask),
     )
+    runner = quotas.guarded(runner, settings, partial(used_tokens, ledger), github)
     worker = build_worker(settings, runner, on_gave_up=gave_up_notifier(github), ledger=ledger)
     worker.after_stop.append(partial(app.drain, WRITES_DRAIN_SECONDS))  # queued reactions and comments go out
     worker.control.admit = RetryAdmission(ledger, github, worker.queue.enqueue).once
@@ -161,3 +162,9 @@ def job_running(ledger: Ledger, job_id: str) -> bool:
         log.warning("sweep_ledger_read_failed", job_id=job_id, exc_info=True)
         return True
     return job is not None and job.status == JobStatus.RUNNING
+
+
+def used_tokens(ledger: Ledger, installation_id: int, since: str) -> int:
+    """Model tokens the installation's runs used from the UTC day `since` on (the ledger's usage rows)."""
+    rows = ledger.usage_totals([], since=since, installation_id=installation_id)
+    return sum(int(r["prompt_tokens"]) + int(r["completion_tokens"]) for r in rows)

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.test_github_flow import FILES, FIX, SECRET, app_env, wait_for
+from tests.e2e.test_github_flow import FILES, FIX, SECRET, app_env, jobs, wait_for
 from tests.support.app_process import AppProcess
 from tests.support.fake_github import FakeGitHub
 from tests.support.model_server import ScriptedModelServer
@@ -80,3 +80,40 @@ def test_a_second_organisation_starts_before_the_bursts_fifth_run(github: FakeGi
     )
     print(f"start order {insts}; B's first is start #{b_first + 1}, {waited:.1f} s after B labelled")
     assert b_first < a_fifth, insts
+
+
+def test_a_monthly_token_quota_stops_one_organisation_and_lets_the_other_run(
+    github: FakeGitHub, tmp_path: Path
+) -> None:
+    a_issues = [github.add_issue(A, f"add() subtracts #{n}", author="alice") for n in range(2)]
+    b_issue = github.add_issue(B, "add() subtracts", author="alice")
+    data = tmp_path / "data"
+    with ScriptedModelServer(FIX, by_turn=True) as model:
+        quota = json.dumps({"orga": {"tokens_per_month": 1}})  # A's first run uses it up
+        env = app_env(github, model, data, MINIFIX_QUOTA_OVERRIDES=quota)
+        app = AppProcess(env, tmp_path / "app.log").start()
+        try:
+            for issue in a_issues:
+                assert (
+                    deliver(f"{app.url}/webhook", "issues", labeled(A, issue, sender="alice"), SECRET).status_code
+                    == 202
+                )
+            payload = labeled(B, b_issue, sender="alice", installation=2)
+            assert deliver(f"{app.url}/webhook", "issues", payload, SECRET).status_code == 202
+            done = wait_for(
+                lambda: (
+                    len(rows := [j for j in jobs(data, env) if j["status"] not in ("queued", "running")]) == 3 and rows
+                ),
+                300,
+                "three jobs ended",
+                app.log,
+            )
+        finally:
+            app.stop()
+    ended = {(j["repo"], j["issue"]): j for j in done}
+    refused = [key for key, j in ended.items() if (j["outcome"] or "").startswith("quota_exceeded")]
+    assert len(refused) == 1 and refused[0][0] == A, ended
+    assert ended[(B, b_issue)]["status"] == "succeeded"
+    [comment] = [c["body"] for c in github.comments_on(A, refused[0][1]) if "quota" in c["body"]]
+    assert "1 tokens per month" in comment and "used" in comment and "resets at" in comment
+    assert sorted(pr["repo"] for pr in github.pulls) == [A, B]  # A's run before the quota, and B's

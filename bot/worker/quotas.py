@@ -1,0 +1,96 @@
+"""Token quotas per organisation: a run that would start past one is refused, and the issue says which quota, how
+much was used and when it resets.
+
+The operator sets defaults (MINIFIX_QUOTA_TOKENS_PER_DAY, MINIFIX_QUOTA_TOKENS_PER_MONTH) and per-owner overrides
+(MINIFIX_QUOTA_OVERRIDES); use is what the ledger's usage rows hold for the installation since the window began
+(UTC day, UTC calendar month), follow-ups and retries included. The check runs when a run is claimed, before
+anything of it starts: a run that crosses a quota mid-way finishes (its use counts against the next one).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+
+import structlog
+
+from bot.github.gateway import GitHubError, GitHubGateway
+from bot.jobs import Job, JobOutcome, JobStatus
+from bot.settings import Settings
+
+Runner = Callable[[Job, threading.Event], JobOutcome]
+UsedTokens = Callable[[int, str], int]  # (installation id, first UTC day of the window) -> tokens used since
+REFUSED = "quota_exceeded"
+log = structlog.get_logger(__name__)
+
+
+@dataclass(frozen=True)
+class Quota:
+    """One quota an installation has reached."""
+
+    name: str  # "tokens per day" / "tokens per month"
+    limit: int
+    used: int
+    resets_at: datetime
+
+    def sentence(self) -> str:
+        """The quota, its use and its reset, in words."""
+        return (
+            f"this organisation's quota of {self.limit:,} {self.name} is used up ({self.used:,} used); "
+            f"it resets at {self.resets_at:%Y-%m-%d %H:%M} UTC"
+        )
+
+
+def limits(settings: Settings, owner: str) -> dict[str, int]:
+    """The owner's quotas: the operator's defaults, replaced by its override where one is set (0 = none)."""
+    found = {"day": settings.quota_tokens_per_day, "month": settings.quota_tokens_per_month}
+    override = {k.lower(): v for k, v in settings.quota_overrides.items()}.get(owner.lower(), {})
+    for window in found:
+        if (value := override.get(f"tokens_per_{window}")) is not None:
+            found[window] = int(value)
+    return found
+
+
+def windows(now: datetime) -> dict[str, tuple[datetime, datetime]]:
+    """Each window's first instant and its reset (the next one's first instant), UTC."""
+    day = now.astimezone(UTC).replace(hour=0, minute=0, second=0, microsecond=0)
+    month = day.replace(day=1)
+    next_month = (month + timedelta(days=32)).replace(day=1)
+    return {"day": (day, day + timedelta(days=1)), "month": (month, next_month)}
+
+
+def reached(settings: Settings, used: UsedTokens, job: Job, now: datetime | None = None) -> Quota | None:
+    """The first quota the job's installation has used up, if any."""
+    quotas = limits(settings, job.repo.split("/", 1)[0])
+    for window, (start, reset) in windows(now or datetime.now(UTC)).items():
+        limit = quotas[window]
+        if limit <= 0:
+            continue
+        spent = used(job.installation_id, start.strftime("%Y-%m-%d"))
+        if spent >= limit:
+            return Quota(f"tokens per {window}", limit, spent, reset)
+    return None
+
+
+def guarded(
+    runner: Runner, settings: Settings, used: UsedTokens, github: Callable[[int, str], GitHubGateway]
+) -> Runner:
+    """`runner`, except that a run whose installation used up a quota is refused with a comment on its issue."""
+
+    def run(job: Job, cancel: threading.Event) -> JobOutcome:
+        if job.kind.is_control or (quota := reached(settings, used, job)) is None:
+            return runner(job, cancel)
+        log.info("job_refused_quota", quota=quota.name, limit=quota.limit, used=quota.used)
+        body = (
+            f"mini-fix did not start on this: {quota.sentence()}. Nothing was run. Ask again with "
+            f"`/agent retry` or the label after the reset, or ask the App's operator to raise the quota."
+        )
+        try:
+            github(job.installation_id, job.repo).create_comment(job.issue, body)
+        except GitHubError as exc:
+            log.warning("quota_comment_failed", error=str(exc))
+        return JobOutcome(JobStatus.CANCELLED, error=f"{REFUSED}: {quota.sentence()}")
+
+    return run

@@ -1,0 +1,93 @@
+"""Token quotas: a run whose organisation used up its quota is refused with a comment naming quota, use and reset."""
+
+from __future__ import annotations
+
+import threading
+from datetime import UTC, datetime
+from functools import partial
+from typing import Any
+
+from bot.jobs import Job, JobKind, JobOutcome, JobRequest, JobStatus
+from bot.ledger.sqlite.ledger import SqliteLedger
+from bot.ledger.usage import Usage
+from bot.queue.dispatch import JobQueue
+from bot.settings import Settings
+from bot.worker import quotas
+from bot.worker.pool import Worker
+from bot.worker.wiring import used_tokens
+
+NOW = datetime(2026, 12, 5, 13, 30, tzinfo=UTC)
+
+
+def job(repo: str = "acme/app", inst: int = 1, kind: JobKind = JobKind.FIX) -> Job:
+    return Job("j1", kind, inst, repo, 7, "alice", "d1", JobStatus.RUNNING)
+
+
+def test_overrides_replace_the_operators_defaults_per_owner() -> None:
+    settings = Settings(
+        quota_tokens_per_day=100,
+        quota_tokens_per_month=1000,
+        quota_overrides={"ACME": {"tokens_per_month": 50, "tokens_per_day": 0}},
+        _env_file=None,
+    )
+    assert quotas.limits(settings, "acme") == {"day": 0, "month": 50}
+    assert quotas.limits(settings, "octo") == {"day": 100, "month": 1000}
+
+
+def test_the_first_quota_reached_is_named_with_its_use_and_reset() -> None:
+    settings = Settings(quota_tokens_per_day=100, quota_tokens_per_month=1000, _env_file=None)
+    asked: list[tuple[int, str]] = []
+
+    def used(inst: int, since: str) -> int:
+        asked.append((inst, since))
+        return {"2026-12-05": 40, "2026-12-01": 1200}[since]
+
+    quota = quotas.reached(settings, used, job(), NOW)
+    assert asked == [(1, "2026-12-05"), (1, "2026-12-01")]  # the day's window, then the month's
+    assert quota == quotas.Quota("tokens per month", 1000, 1200, datetime(2027, 1, 1, tzinfo=UTC))
+    assert "1,000 tokens per month" in quota.sentence() and "1,200 used" in quota.sentence()
+    assert "2027-01-01 00:00 UTC" in quota.sentence()
+    assert quotas.reached(settings, lambda inst, since: 99, job(), NOW) is None
+
+
+class Comments:
+    def __init__(self) -> None:
+        self.posted: list[tuple[int, str, int, str]] = []
+
+    def __call__(self, installation: int, repo: str) -> Any:
+        outer = self
+
+        class Gateway:
+            def create_comment(self, number: int, body: str) -> int:
+                outer.posted.append((installation, repo, number, body))
+                return 1
+
+        return Gateway()
+
+
+def test_a_run_past_its_organisations_quota_is_refused_on_its_issue_and_another_runs(
+    settings: Settings, ledger: SqliteLedger, job_queue: JobQueue
+) -> None:
+    today = datetime.now(UTC).strftime("%Y-%m-%d")
+    ledger.record_usage(Usage("old", "c", 1, 1, "acme/app", today, version=1, final=True, calls=3,
+                              prompt_tokens=900, completion_tokens=200))  # fmt: skip
+    capped = settings.model_copy(update={"quota_overrides": {"acme": {"tokens_per_month": 1000}}})
+    ran: list[str] = []
+
+    def runner(job: Job, cancel: threading.Event) -> JobOutcome:
+        ran.append(job.repo)
+        return JobOutcome(JobStatus.SUCCEEDED)
+
+    comments = Comments()
+    guarded = quotas.guarded(runner, capped, partial(used_tokens, ledger), comments)
+    worker = Worker(capped, ledger, job_queue, guarded)
+    refused = ledger.submit(JobRequest(JobKind.CI, 1, "acme/app", 7, "alice", "a")).job  # follow-ups count too
+    assert worker.run_job(refused.id) == JobStatus.CANCELLED
+    [(inst, repo, number, body)] = comments.posted
+    assert (inst, repo, number) == (1, "acme/app", 7)
+    assert "1,000 tokens per month" in body and "1,100 used" in body and "resets at" in body
+    assert ledger.get(refused.id).error.startswith(quotas.REFUSED)  # type: ignore[union-attr]
+    other = ledger.submit(JobRequest(JobKind.FIX, 2, "octo/app", 1, "bob", "b")).job
+    assert worker.run_job(other.id) == JobStatus.SUCCEEDED and ran == ["octo/app"]
+    help_ = ledger.submit(JobRequest(JobKind.HELP, 1, "acme/app", 8, "alice", "h")).job
+    assert worker.run_job(help_.id) == JobStatus.SUCCEEDED  # `/agent help` is never a quota's to refuse
