@@ -81,6 +81,9 @@ USAGE_TOKENS = Counter(
 USAGE_MODEL_SECONDS = Counter(
     "minifix_usage_model_seconds_total", "Seconds runs waited on the model, by installation.", ["installation"]
 )
+USAGE_COST = Counter(
+    "minifix_usage_cost_total", "Cost of runs' model calls (the operator's prices, else litellm's).", ["installation"]
+)
 USAGE_SANDBOX_CPU = Counter(
     "minifix_usage_sandbox_cpu_seconds_total", "CPU-seconds of runs' sandboxes, by installation.", ["installation"]
 )
@@ -213,6 +216,7 @@ def count_usage(
     completion: int = 0,
     model_seconds: float = 0.0,
     *,
+    cost: float = 0.0,
     cpu_seconds: float = 0.0,
     wall_seconds: float = 0.0,
 ) -> None:
@@ -221,6 +225,8 @@ def count_usage(
         USAGE_TOKENS.labels(installation=installation, direction="prompt").inc(prompt)
         USAGE_TOKENS.labels(installation=installation, direction="completion").inc(completion)
         USAGE_MODEL_SECONDS.labels(installation=installation).inc(model_seconds)
+    if cost:
+        USAGE_COST.labels(installation=installation).inc(cost)
     if cpu_seconds:
         USAGE_SANDBOX_CPU.labels(installation=installation).inc(cpu_seconds)
     if wall_seconds:

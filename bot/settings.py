@@ -201,13 +201,24 @@ class Settings(BaseSettings):
     """Comma-separated `owner=weight` shares of the job slots when runs wait (`acme=3,octo=1`); unnamed owners 1."""
     fair_share_window_seconds: float = Field(default=3600.0, gt=0)
     """How far back the runs an installation started count against its share of the slots."""
+    price_per_million_prompt_tokens: float = Field(default=0.0, ge=0)
+    """What a million prompt tokens cost the operator (any currency; `mini-fix usage`'s cost column, the cost
+    quotas); with every price 0, litellm's price of a hosted model is used, and a self-hosted one costs 0."""
+    price_per_million_completion_tokens: float = Field(default=0.0, ge=0)
+    """What a million completion tokens cost the operator."""
+    price_per_model_second: float = Field(default=0.0, ge=0)
+    """What a second of waiting on the model costs the operator (a self-hosted model's GPU time)."""
     quota_tokens_per_day: int = Field(default=0, ge=0)
     """Model tokens one organisation's runs may use per UTC day; a run past it is refused with a comment (0 = none)."""
     quota_tokens_per_month: int = Field(default=0, ge=0)
     """Model tokens one organisation's runs may use per UTC calendar month (0 = none)."""
-    quota_overrides: dict[str, dict[str, int]] = {}
+    quota_cost_per_day: float = Field(default=0.0, ge=0)
+    """Cost (by the MINIFIX_PRICE_* settings, else litellm's) one organisation's runs may use per UTC day (0 = none)."""
+    quota_cost_per_month: float = Field(default=0.0, ge=0)
+    """Cost one organisation's runs may use per UTC calendar month (0 = none)."""
+    quota_overrides: dict[str, dict[str, float]] = {}
     """A JSON object of per-owner quotas over the defaults, e.g. `{"acme": {"tokens_per_month": 50000000}}`
-    (keys `tokens_per_day`, `tokens_per_month`; 0 = none for that owner)."""
+    (keys `tokens_per_day`, `tokens_per_month`, `cost_per_day`, `cost_per_month`; 0 = none for that owner)."""
     max_queued_per_installation: int = 0
     """Queued jobs one installation may have; the next trigger gets a queue-full comment (0 = no cap)."""
     create_labels: bool = True

@@ -1,7 +1,7 @@
 """What each run used, in the ledger: one row per claim of a job, written as running totals.
 
 A row (keyed by the job and a key the worker draws for the claim) holds the claim's totals so far (model calls,
-prompt and completion tokens, model seconds, sandbox CPU-seconds, wall seconds) and a `version` the worker raises
+prompt and completion tokens, model seconds, money, sandbox CPU-seconds, wall seconds) and a `version` the worker raises
 with every write. A write only replaces an older version, and nothing replaces a row marked final: a write that
 arrives twice, or late, changes nothing, and a job resumed after its worker was killed gets a row of its own (a
 new claim) while the dead claim's row keeps what it had recorded. Summing the rows counts every model call once.
@@ -18,23 +18,23 @@ from bot.ledger.sql import Dialect
 
 COLUMNS = (
     "job_id, claim, attempt, installation_id, repo, day, version, final, calls, prompt_tokens, completion_tokens, "
-    "model_seconds, sandbox_cpu_seconds, wall_seconds, updated_at"
+    "model_seconds, cost, sandbox_cpu_seconds, wall_seconds, updated_at"
 )
 _TABLE = (
     "CREATE TABLE IF NOT EXISTS job_usage (job_id TEXT NOT NULL, claim TEXT NOT NULL, attempt INTEGER NOT NULL, "
     "installation_id BIGINT NOT NULL, repo TEXT NOT NULL, day TEXT NOT NULL, version INTEGER NOT NULL, "
     "final INTEGER NOT NULL, calls INTEGER NOT NULL, prompt_tokens BIGINT NOT NULL, completion_tokens BIGINT NOT NULL, "
-    "model_seconds {real} NOT NULL, sandbox_cpu_seconds {real} NOT NULL, wall_seconds {real} NOT NULL, "
-    "updated_at {real} NOT NULL, PRIMARY KEY (job_id, claim))"
+    "model_seconds {real} NOT NULL, cost {real} NOT NULL, sandbox_cpu_seconds {real} NOT NULL, "
+    "wall_seconds {real} NOT NULL, updated_at {real} NOT NULL, PRIMARY KEY (job_id, claim))"
 )
 _DAY_INDEX = "CREATE INDEX IF NOT EXISTS job_usage_day ON job_usage (day, installation_id)"
 SQLITE_SCHEMA = (_TABLE.format(real="REAL"), _DAY_INDEX)
 POSTGRES_SCHEMA = (_TABLE.format(real="DOUBLE PRECISION"), _DAY_INDEX)
 UPSERT = (
-    f"INSERT INTO job_usage ({COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+    f"INSERT INTO job_usage ({COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
     "ON CONFLICT (job_id, claim) DO UPDATE SET version = excluded.version, final = excluded.final, "
     "calls = excluded.calls, prompt_tokens = excluded.prompt_tokens, completion_tokens = excluded.completion_tokens, "
-    "model_seconds = excluded.model_seconds, sandbox_cpu_seconds = excluded.sandbox_cpu_seconds, "
+    "model_seconds = excluded.model_seconds, cost = excluded.cost, sandbox_cpu_seconds = excluded.sandbox_cpu_seconds, "
     "wall_seconds = excluded.wall_seconds, updated_at = excluded.updated_at "
     "WHERE job_usage.final = 0 AND job_usage.version < excluded.version"
 )
@@ -57,6 +57,7 @@ class Usage:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     model_seconds: float = 0.0
+    cost: float = 0.0  # the operator's prices (MINIFIX_PRICE_*), else litellm's for a hosted model; 0 = unpriced
     sandbox_cpu_seconds: float = 0.0
     wall_seconds: float = 0.0
 
@@ -93,13 +94,13 @@ def totals(
     rows = conn.execute(
         d.sql(
             f"SELECT {select}COUNT(DISTINCT job_id), SUM(calls), SUM(prompt_tokens), SUM(completion_tokens), "
-            f"SUM(model_seconds), SUM(sandbox_cpu_seconds), SUM(wall_seconds) FROM job_usage "
+            f"SUM(model_seconds), SUM(cost), SUM(sandbox_cpu_seconds), SUM(wall_seconds) FROM job_usage "
             f"WHERE {' AND '.join(where)}{group}"
         ),
         tuple(params),
     ).fetchall()
-    names = [*by, "jobs", "calls", "prompt_tokens", "completion_tokens", "model_seconds", "sandbox_cpu_seconds",
-             "wall_seconds"]  # fmt: skip
+    names = [*by, "jobs", "calls", "prompt_tokens", "completion_tokens", "model_seconds", "cost",
+             "sandbox_cpu_seconds", "wall_seconds"]  # fmt: skip
     out = []
     for row in rows:
         if row[len(keys)] == 0:
@@ -109,6 +110,7 @@ def totals(
             item[name] = int(item[name] or 0)
         for name in ("model_seconds", "sandbox_cpu_seconds", "wall_seconds"):
             item[name] = round(float(item[name] or 0.0), 3)
+        item["cost"] = round(float(item["cost"] or 0.0), 6)
         out.append(item)
     out.sort(key=lambda r: (-(r["prompt_tokens"] + r["completion_tokens"]), [str(r[k]) for k in by]))
     return out

@@ -21,7 +21,7 @@ from bot.queue.dispatch import JobQueue, build_queue
 from bot.settings import Settings
 from bot.worker.control_lane import ControlLane
 from bot.worker.health import ChoreHealth
-from bot.worker.usage import JobMeter, metering
+from bot.worker.usage import JobMeter, Price, metering
 
 Runner = Callable[[Job, threading.Event], JobOutcome]
 GaveUp = Callable[[Job], None]
@@ -64,6 +64,7 @@ class Worker:
             window_seconds=settings.fair_share_window_seconds,
             max_claims=settings.max_claims,
         )
+        self.price = Price.from_settings(settings)
         self.worker_id = worker_id or f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
         self._stopping = threading.Event()
         self._running: dict[str, CancelSignal] = {}
@@ -196,7 +197,7 @@ class Worker:
         done = threading.Event()
         keeper = threading.Thread(target=self._keep_lease, args=(job.id, cancel, done), daemon=True)
         keeper.start()
-        meter = None if job.kind.is_control else JobMeter(job, self.ledger.record_usage_nowait)
+        meter = None if job.kind.is_control else JobMeter(job, self.ledger.record_usage_nowait, self.price)
         began = time.monotonic()
         try:
             with metrics.job_run(job.kind.value), metering(meter):  # the runner meters its model and sandboxes

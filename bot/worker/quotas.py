@@ -1,9 +1,9 @@
-"""Token quotas per organisation: a run that would start past one is refused, and the issue says which quota, how
-much was used and when it resets.
+"""Token and cost quotas per organisation: a run that would start past one is refused, and the issue says which
+quota, how much was used and when it resets.
 
-The operator sets defaults (MINIFIX_QUOTA_TOKENS_PER_DAY, MINIFIX_QUOTA_TOKENS_PER_MONTH) and per-owner overrides
-(MINIFIX_QUOTA_OVERRIDES); use is what the ledger's usage rows hold for the installation since the window began
-(UTC day, UTC calendar month), follow-ups and retries included. The check runs when a run is claimed, before
+The operator sets defaults (MINIFIX_QUOTA_TOKENS_PER_DAY/_MONTH, MINIFIX_QUOTA_COST_PER_DAY/_MONTH) and per-owner
+overrides (MINIFIX_QUOTA_OVERRIDES); use is what the ledger's usage rows hold for the installation since the window
+began (UTC day, UTC calendar month), follow-ups and retries included. The check runs when a run is claimed, before
 anything of it starts: a run that crosses a quota mid-way finishes (its use counts against the next one).
 """
 
@@ -21,7 +21,9 @@ from bot.jobs import Job, JobOutcome, JobStatus
 from bot.settings import Settings
 
 Runner = Callable[[Job, threading.Event], JobOutcome]
-UsedTokens = Callable[[int, str], int]  # (installation id, first UTC day of the window) -> tokens used since
+Used = Callable[[int, str], tuple[int, float]]  # (installation id, first UTC day) -> (tokens, cost) used since
+MEASURES = ("tokens", "cost")
+WINDOWS = ("day", "month")
 REFUSED = "quota_exceeded"
 log = structlog.get_logger(__name__)
 
@@ -30,26 +32,36 @@ log = structlog.get_logger(__name__)
 class Quota:
     """One quota an installation has reached."""
 
-    name: str  # "tokens per day" / "tokens per month"
-    limit: int
-    used: int
+    name: str  # "tokens per day", "cost per month", ...
+    limit: float
+    used: float
     resets_at: datetime
 
     def sentence(self) -> str:
         """The quota, its use and its reset, in words."""
+        limit, used = (
+            (f"{self.limit:,.0f}", f"{self.used:,.0f}")
+            if self.name.startswith("tokens")
+            else (f"{self.limit:,.2f}", f"{self.used:,.2f}")
+        )
         return (
-            f"this organisation's quota of {self.limit:,} {self.name} is used up ({self.used:,} used); "
+            f"this organisation's quota of {limit} {self.name} is used up ({used} used); "
             f"it resets at {self.resets_at:%Y-%m-%d %H:%M} UTC"
         )
 
 
-def limits(settings: Settings, owner: str) -> dict[str, int]:
-    """The owner's quotas: the operator's defaults, replaced by its override where one is set (0 = none)."""
-    found = {"day": settings.quota_tokens_per_day, "month": settings.quota_tokens_per_month}
+def limits(settings: Settings, owner: str) -> dict[str, float]:
+    """The owner's quotas by `<measure>_per_<window>`: the operator's defaults, replaced by its override where one is
+    set (0 = none)."""
+    found: dict[str, float] = {
+        f"{measure}_per_{window}": float(getattr(settings, f"quota_{measure}_per_{window}"))
+        for measure in MEASURES
+        for window in WINDOWS
+    }
     override = {k.lower(): v for k, v in settings.quota_overrides.items()}.get(owner.lower(), {})
-    for window in found:
-        if (value := override.get(f"tokens_per_{window}")) is not None:
-            found[window] = int(value)
+    for key in found:
+        if (value := override.get(key)) is not None:
+            found[key] = float(value)
     return found
 
 
@@ -61,22 +73,21 @@ def windows(now: datetime) -> dict[str, tuple[datetime, datetime]]:
     return {"day": (day, day + timedelta(days=1)), "month": (month, next_month)}
 
 
-def reached(settings: Settings, used: UsedTokens, job: Job, now: datetime | None = None) -> Quota | None:
-    """The first quota the job's installation has used up, if any."""
+def reached(settings: Settings, used: Used, job: Job, now: datetime | None = None) -> Quota | None:
+    """The first quota the job's installation has used up, if any (the ledger is read only for windows with one)."""
     quotas = limits(settings, job.repo.split("/", 1)[0])
     for window, (start, reset) in windows(now or datetime.now(UTC)).items():
-        limit = quotas[window]
-        if limit <= 0:
+        set_here = {m: quotas[f"{m}_per_{window}"] for m in MEASURES if quotas[f"{m}_per_{window}"] > 0}
+        if not set_here:
             continue
-        spent = used(job.installation_id, start.strftime("%Y-%m-%d"))
-        if spent >= limit:
-            return Quota(f"tokens per {window}", limit, spent, reset)
+        spent = dict(zip(MEASURES, used(job.installation_id, start.strftime("%Y-%m-%d")), strict=True))
+        for measure, limit in set_here.items():
+            if spent[measure] >= limit:
+                return Quota(f"{measure} per {window}", limit, spent[measure], reset)
     return None
 
 
-def guarded(
-    runner: Runner, settings: Settings, used: UsedTokens, github: Callable[[int, str], GitHubGateway]
-) -> Runner:
+def guarded(runner: Runner, settings: Settings, used: Used, github: Callable[[int, str], GitHubGateway]) -> Runner:
     """`runner`, except that a run whose installation used up a quota is refused with a comment on its issue."""
 
     def run(job: Job, cancel: threading.Event) -> JobOutcome:

@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import Future
 from contextlib import contextmanager
 from contextvars import ContextVar
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +27,7 @@ from bot.agent.config import ModelConfig
 from bot.agent.model_base import Model, ModelReply
 from bot.jobs import Job
 from bot.ledger.usage import Usage, day_of
+from bot.settings import Settings
 from sandbox.base import ExecResult, Sandbox, SandboxConfig
 
 Write = Callable[[Usage], "Future[bool]"]
@@ -35,11 +36,35 @@ _ACTIVE: ContextVar[JobMeter | None] = ContextVar("job_meter", default=None)
 log = structlog.get_logger(__name__)
 
 
+@dataclass(frozen=True)
+class Price:
+    """The operator's prices (MINIFIX_PRICE_*); all 0: the model's own price (litellm's, for a hosted model)."""
+
+    per_million_prompt: float = 0.0
+    per_million_completion: float = 0.0
+    per_model_second: float = 0.0
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> Price:
+        return cls(
+            settings.price_per_million_prompt_tokens,
+            settings.price_per_million_completion_tokens,
+            settings.price_per_model_second,
+        )
+
+    def of(self, reply: ModelReply, seconds: float) -> float:
+        """One call's cost."""
+        if not (self.per_million_prompt or self.per_million_completion or self.per_model_second):
+            return max(0.0, reply.cost)
+        tokens = reply.prompt_tokens * self.per_million_prompt + reply.completion_tokens * self.per_million_completion
+        return tokens / 1e6 + seconds * self.per_model_second
+
+
 class JobMeter:
     """One claim's totals; safe to add to from the attempts' threads at once."""
 
-    def __init__(self, job: Job, write: Write) -> None:
-        self._write = write
+    def __init__(self, job: Job, write: Write, price: Price | None = None) -> None:
+        self._write, self._price = write, price or Price()
         self._lock = threading.Lock()
         self._inst = str(job.installation_id)
         self.use = Usage(
@@ -56,8 +81,9 @@ class JobMeter:
                 prompt_tokens=self.use.prompt_tokens + reply.prompt_tokens,
                 completion_tokens=self.use.completion_tokens + reply.completion_tokens,
                 model_seconds=self.use.model_seconds + seconds,
+                cost=self.use.cost + (cost := self._price.of(reply, seconds)),
             )
-        metrics.count_usage(self._inst, reply.prompt_tokens, reply.completion_tokens, seconds)
+        metrics.count_usage(self._inst, reply.prompt_tokens, reply.completion_tokens, seconds, cost=cost)
         self._send(use)
 
     def add_cpu(self, seconds: float) -> None:

@@ -164,7 +164,7 @@ def job_running(ledger: Ledger, job_id: str) -> bool:
     return job is not None and job.status == JobStatus.RUNNING
 
 
-def used_tokens(ledger: Ledger, installation_id: int, since: str) -> int:
-    """Model tokens the installation's runs used from the UTC day `since` on (the ledger's usage rows)."""
+def used_tokens(ledger: Ledger, installation_id: int, since: str) -> tuple[int, float]:
+    """Model tokens and cost the installation's runs used from the UTC day `since` on (the ledger's usage rows)."""
     rows = ledger.usage_totals([], since=since, installation_id=installation_id)
-    return sum(int(r["prompt_tokens"]) + int(r["completion_tokens"]) for r in rows)
+    return sum(int(r["prompt_tokens"]) + int(r["completion_tokens"]) for r in rows), sum(float(r["cost"]) for r in rows)

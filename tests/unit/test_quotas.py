@@ -30,24 +30,33 @@ def test_overrides_replace_the_operators_defaults_per_owner() -> None:
         quota_overrides={"ACME": {"tokens_per_month": 50, "tokens_per_day": 0}},
         _env_file=None,
     )
-    assert quotas.limits(settings, "acme") == {"day": 0, "month": 50}
-    assert quotas.limits(settings, "octo") == {"day": 100, "month": 1000}
+    acme, octo = quotas.limits(settings, "acme"), quotas.limits(settings, "octo")
+    assert (acme["tokens_per_day"], acme["tokens_per_month"]) == (0, 50)
+    assert (octo["tokens_per_day"], octo["tokens_per_month"], octo["cost_per_month"]) == (100, 1000, 0)
 
 
 def test_the_first_quota_reached_is_named_with_its_use_and_reset() -> None:
     settings = Settings(quota_tokens_per_day=100, quota_tokens_per_month=1000, _env_file=None)
     asked: list[tuple[int, str]] = []
 
-    def used(inst: int, since: str) -> int:
+    def used(inst: int, since: str) -> tuple[int, float]:
         asked.append((inst, since))
-        return {"2026-12-05": 40, "2026-12-01": 1200}[since]
+        return {"2026-12-05": (40, 0.0), "2026-12-01": (1200, 0.0)}[since]
 
     quota = quotas.reached(settings, used, job(), NOW)
     assert asked == [(1, "2026-12-05"), (1, "2026-12-01")]  # the day's window, then the month's
     assert quota == quotas.Quota("tokens per month", 1000, 1200, datetime(2027, 1, 1, tzinfo=UTC))
     assert "1,000 tokens per month" in quota.sentence() and "1,200 used" in quota.sentence()
     assert "2027-01-01 00:00 UTC" in quota.sentence()
-    assert quotas.reached(settings, lambda inst, since: 99, job(), NOW) is None
+    assert quotas.reached(settings, lambda inst, since: (99, 0.0), job(), NOW) is None
+
+
+def test_a_cost_quota_counts_money() -> None:
+    settings = Settings(quota_overrides={"acme": {"cost_per_day": 2.5}}, _env_file=None)
+    quota = quotas.reached(settings, lambda inst, since: (10, 2.75), job(), NOW)
+    assert quota is not None and quota.name == "cost per day" and quota.resets_at == datetime(2026, 12, 6, tzinfo=UTC)
+    assert "quota of 2.50 cost per day is used up (2.75 used)" in quota.sentence()
+    assert quotas.reached(settings, lambda inst, since: (10, 2.75), job("octo/app"), NOW) is None
 
 
 class Comments:

@@ -95,6 +95,20 @@ def test_a_run_resumed_after_its_worker_died_counts_each_call_once(
     assert (total["jobs"], total["calls"], total["prompt_tokens"]) == (1, 5, 500)
 
 
+def test_the_operators_prices_turn_use_into_cost_else_the_models_own_price(
+    settings: Settings, ledger: SqliteLedger, job_queue: JobQueue
+) -> None:
+    priced = settings.model_copy(
+        update={"price_per_million_prompt_tokens": 2.0, "price_per_million_completion_tokens": 10.0}
+    )
+    job = submit(ledger)
+    assert Worker(priced, ledger, job_queue, metered_runner(calls=4)).run_job(job.id) == JobStatus.SUCCEEDED
+    [row] = ledger.job_usage(job.id)
+    assert row.cost == pytest.approx(4 * (100 * 2.0 + 7 * 10.0) / 1e6)
+    hosted = ModelReply("ok", prompt_tokens=100, completion_tokens=7, cost=0.25)  # litellm's price of a hosted model
+    assert usage.Price().of(hosted, 3.0) == 0.25 and usage.Price(per_model_second=0.5).of(hosted, 3.0) == 1.5
+
+
 def test_control_jobs_record_no_usage(settings: Settings, ledger: SqliteLedger, job_queue: JobQueue) -> None:
     job = ledger.submit(JobRequest(JobKind.HELP, 77, "octo/widgets", 1, "alice", "help-1")).job
     worker = Worker(settings, ledger, job_queue, lambda job, cancel: JobOutcome(JobStatus.SUCCEEDED))
