@@ -74,6 +74,8 @@ def test_a_runs_use_is_recorded_in_the_ledger_and_counted(
     assert row.wall_seconds > 0 and row.model_seconds >= 0
     assert sample("minifix_usage_tokens_total", installation="4242", direction="prompt") - before == 300
     assert sample("minifix_usage_sandbox_cpu_seconds_total", installation="4242") >= 3.0
+    dashboard = (Path(__file__).resolve().parents[2] / "deploy" / "grafana" / "mini-fix.json").read_text()
+    assert "sum by (installation) (increase(minifix_usage_tokens_total[1h]))" in dashboard
 
 
 def test_a_run_resumed_after_its_worker_died_counts_each_call_once(
