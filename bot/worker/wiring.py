@@ -100,7 +100,7 @@ def build_runner(
         if (meter := usage.active()) is not None:  # the worker's meter of this claim (bot/worker/usage.py)
             sandboxes, model = meter.sandboxes(sandboxes), meter.models(model)
         deps = PipelineDeps(
-            settings,
+            quotas.within_quota(settings),  # a token quota's headroom is this run's token budget
             github,
             sandboxes,
             model,

@@ -100,3 +100,27 @@ def test_a_run_past_its_organisations_quota_is_refused_on_its_issue_and_another_
     assert worker.run_job(other.id) == JobStatus.SUCCEEDED and ran == ["octo/app"]
     help_ = ledger.submit(JobRequest(JobKind.HELP, 1, "acme/app", 8, "alice", "h")).job
     assert worker.run_job(help_.id) == JobStatus.SUCCEEDED  # `/agent help` is never a quota's to refuse
+
+
+def test_a_run_under_a_token_quota_gets_the_headroom_as_its_token_budget() -> None:
+    settings = Settings(quota_tokens_per_month=20_000, max_tokens=100_000, _env_file=None)
+    budgets: list[int] = []
+
+    def runner(job: Job, cancel: threading.Event) -> JobOutcome:
+        budgets.append(quotas.within_quota(settings).max_tokens)  # what the wiring gives the pipeline
+        return JobOutcome(JobStatus.SUCCEEDED)
+
+    run = quotas.guarded(runner, settings, lambda inst, since: (17_500, 0.0), Comments())
+    assert run(job(), threading.Event()).status == JobStatus.SUCCEEDED
+    assert budgets == [2500]
+    assert quotas.within_quota(settings).max_tokens == 100_000  # outside a run: the deployment's own ceiling
+    free = quotas.guarded(runner, Settings(_env_file=None), lambda inst, since: (17_500, 0.0), Comments())
+    assert free(job(), threading.Event()).status == JobStatus.SUCCEEDED and budgets[-1] == 100_000
+
+
+def test_the_tightest_token_quota_sets_the_headroom() -> None:
+    settings = Settings(quota_tokens_per_day=5000, quota_tokens_per_month=20_000, _env_file=None)
+    used = {"2026-12-05": (1200, 0.0), "2026-12-01": (17_500, 0.0)}
+    assert quotas.check(settings, lambda inst, since: used[since], job(), NOW) == quotas.Check(tokens_left=2500)
+    used["2026-12-01"] = (2000, 0.0)
+    assert quotas.check(settings, lambda inst, since: used[since], job(), NOW) == quotas.Check(tokens_left=3800)
