@@ -70,7 +70,7 @@ class Worker:
         self._running: dict[str, CancelSignal] = {}
         self._lock = threading.Lock()
         self._threads: list[threading.Thread] = []
-        self.control = ControlLane(ledger, self.run_job)  # /agent stop and help, never behind a run
+        self.control = ControlLane(ledger, self.run_control)  # /agent stop and help, never behind a run
         queue.bind(self.run_job)
 
     def start(self) -> None:
@@ -165,20 +165,31 @@ class Worker:
             self._stopping.wait(RECONCILE_EVERY)
 
     def run_job(self, job_id: str) -> JobStatus | None:
-        """Claim and run one job; the final status recorded, or None when nothing was claimable here.
+        """Claim and run one job (a queue entry); the final status recorded, or None when nothing was claimable.
 
-        A control job (`/agent stop`, help) is claimed by its id. For a run, the id only says a run may wait: the
+        A control job (`/agent stop`, help) is claimed by its id. Otherwise the id only says a run may wait: the
         slot claims the fairest claimable run (bot/ledger/fair.py), under the running cap in the same step."""
         if self._stopping.is_set():
             self.queue.enqueue(job_id)  # leave it for the next worker
             return None
         hinted = self.ledger.get(job_id)
+        job = None
         if hinted is not None and hinted.kind.is_control:
             job = self.ledger.claim(job_id, self.worker_id, self.settings.lease_seconds)
-        elif not self._prepared(job_id):
-            return None
-        else:
+        if job is None:  # a run's entry, or a control job's the control lane already ran: a run may still wait
+            if not self._prepared(job_id):
+                return None
             job = self.ledger.claim_next(self.worker_id, self.settings.lease_seconds, self.policy)
+        return self._run_claimed(job, job_id)
+
+    def run_control(self, job_id: str) -> JobStatus | None:
+        """Claim and run one control job by its id (the control lane: never a run, which could take an hour)."""
+        hinted = self.ledger.get(job_id)
+        if hinted is None or not hinted.kind.is_control:
+            return None
+        return self._run_claimed(self.ledger.claim(job_id, self.worker_id, self.settings.lease_seconds), job_id)
+
+    def _run_claimed(self, job: Job | None, job_id: str) -> JobStatus | None:
         if job is None:
             log.info("nothing claimable (done, stopped, held elsewhere, or at the running cap)", job_id=job_id)
             return None

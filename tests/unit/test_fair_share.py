@@ -163,3 +163,16 @@ def test_a_second_organisation_is_not_starved_by_a_burst(
     fifth_of_a = [n for n, inst in enumerate(order) if inst == 1][4]
     assert order.index(2) < fifth_of_a, order  # first in, first out would start B 13th
     assert order[: order.index(2) + 1].count(1) <= 2  # B goes as soon as it is its turn
+
+
+def test_a_control_jobs_spent_entry_still_wakes_a_slot_for_a_waiting_run(
+    settings: Settings, ledger: SqliteLedger, job_queue: JobQueue
+) -> None:
+    runner = Recorder(seconds=0)
+    worker = Worker(settings, ledger, job_queue, runner)
+    help_ = ledger.submit(JobRequest(JobKind.HELP, 7, "acme/repo", 1, "alice", "help")).job
+    run = submit(ledger, 7, "acme", 2)
+    assert worker.run_control(help_.id) == JobStatus.SUCCEEDED  # the control lane ran it
+    assert worker.run_control(run.id) is None  # the control lane never takes a run
+    assert worker.run_job(help_.id) == JobStatus.SUCCEEDED  # its queue entry, read later by a slot
+    assert [j.id for j in runner.started] == [help_.id, run.id]
