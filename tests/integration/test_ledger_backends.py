@@ -495,3 +495,23 @@ def test_usage_sums_by_repository_installation_and_day(ledger: Any) -> None:
     by_day = ledger.usage_totals(["installation", "day"], installation_id=77)
     assert [(r["installation"], r["day"], r["calls"]) for r in by_day] == [(77, "2026-12-04", 2), (77, "2026-12-05", 1)]
     assert [r["calls"] for r in ledger.usage_totals([], since="2026-12-05")] == [5]
+
+
+def test_a_process_starting_takes_no_table_lock_from_workers_mid_transaction(ledger: Any, settings: Settings) -> None:
+    if not settings.uses_postgres:
+        pytest.skip("SQLite's schema statements run under its own write lock")
+    import psycopg
+
+    ledger.submit(request())
+    with psycopg.connect(settings.database_url or "") as reader:  # a worker mid-claim: it read `jobs`, writes next
+        reader.execute("SELECT COUNT(*) FROM jobs").fetchone()
+        opened: list[Any] = []
+        starting = threading.Thread(target=lambda: opened.append(open_ledger(settings)), daemon=True)
+        starting.start()
+        starting.join(30)  # an ALTER TABLE would wait here for the reader's transaction (and deadlock its write)
+        stuck = starting.is_alive()
+        reader.rollback()
+    starting.join(30)
+    for other in opened:
+        other.close()
+    assert not stuck

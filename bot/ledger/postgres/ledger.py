@@ -64,8 +64,14 @@ class PostgresLedger(SqlLedger[Conn]):
         the same free place under the running cap."""
 
         def op(conn: Conn) -> Job | None:
-            with conn.transaction():
-                conn.execute("SELECT pg_advisory_xact_lock(%s)", (ledger_postgres_ops.CLAIM_LOCK,))
-                return fair.claim_next(self.dialect, conn, worker_id, lease_seconds, policy)
+            for tries_left in (1, 0):
+                try:
+                    with conn.transaction():
+                        conn.execute("SELECT pg_advisory_xact_lock(%s)", (ledger_postgres_ops.CLAIM_LOCK,))
+                        return fair.claim_next(self.dialect, conn, worker_id, lease_seconds, policy)
+                except psycopg.errors.DeadlockDetected:  # another process's schema change queued between us
+                    if not tries_left:
+                        raise
+            return None
 
         return self._on_conn(op)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import time
 import uuid
 from typing import Any
@@ -61,11 +62,40 @@ Conn = psycopg.Connection[Any]
 
 
 def create_schema(conn: Conn, *more: str) -> None:
-    """Create the tables once, even when several processes start at the same moment."""
+    """Create the tables once, even when several processes start at the same moment. A statement whose object is
+    already there is not run: `ALTER TABLE … IF NOT EXISTS` still takes the table's exclusive lock, and a process
+    starting while workers claim and write would queue that lock between their statements (a deadlock)."""
     with conn.transaction():
         conn.execute("SELECT pg_advisory_xact_lock(%s)", (SCHEMA_LOCK,))
         for statement in (*SCHEMA, *more):
-            conn.execute(statement)
+            if _needed(conn, statement):
+                conn.execute(statement)
+
+
+_COLUMN = re.compile(r"ALTER TABLE (\w+) ADD COLUMN IF NOT EXISTS (\w+)", re.I)
+_OBJECT = re.compile(r"(?:CREATE (?:UNIQUE )?INDEX|CREATE TABLE) IF NOT EXISTS (\w+)", re.I)
+_DROPPED = re.compile(r"DROP INDEX IF EXISTS (\w+)", re.I)
+
+
+def _needed(conn: Conn, statement: str) -> bool:
+    """False when the statement would change nothing (its column, table or index exists, or is gone)."""
+    if match := _COLUMN.match(statement):
+        found = conn.execute(
+            "SELECT 1 FROM information_schema.columns WHERE table_schema = current_schema() "
+            "AND table_name = %s AND column_name = %s",
+            (match[1].lower(), match[2].lower()),
+        ).fetchone()
+        return found is None
+    if match := _OBJECT.match(statement):
+        return _exists(conn, match[1]) is False
+    if match := _DROPPED.match(statement):
+        return _exists(conn, match[1]) is True
+    return True
+
+
+def _exists(conn: Conn, name: str) -> bool:
+    row = conn.execute("SELECT to_regclass(%s) IS NOT NULL", (name,)).fetchone()
+    return bool(row and row[0])
 
 
 def one_job(conn: Conn, sql: str, params: tuple[Any, ...]) -> Job | None:
