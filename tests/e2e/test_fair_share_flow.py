@@ -89,7 +89,7 @@ def test_a_monthly_token_quota_stops_one_organisation_and_lets_the_other_run(
     b_issue = github.add_issue(B, "add() subtracts", author="alice")
     data = tmp_path / "data"
     with ScriptedModelServer(FIX, by_turn=True) as model:
-        quota = json.dumps({"orga": {"tokens_per_month": 1}})  # A's first run uses it up
+        quota = json.dumps({"orga": {"tokens_per_month": 1}})  # A's first run crosses it
         env = app_env(github, model, data, MINIFIX_QUOTA_OVERRIDES=quota)
         app = AppProcess(env, tmp_path / "app.log").start()
         try:
@@ -116,4 +116,7 @@ def test_a_monthly_token_quota_stops_one_organisation_and_lets_the_other_run(
     assert ended[(B, b_issue)]["status"] == "succeeded"
     [comment] = [c["body"] for c in github.comments_on(A, refused[0][1]) if "quota" in c["body"]]
     assert "1 tokens per month" in comment and "used" in comment and "resets at" in comment
-    assert sorted(pr["repo"] for pr in github.pulls) == [A, B]  # A's run before the quota, and B's
+    [started] = [key for key in ended if key[0] == A and key not in refused]
+    # A's first run started with the quota's headroom (1 token) as its budget: it stopped as at a budget's end
+    assert ended[started]["status"] == "failed" and ended[started]["outcome"].startswith("limits: the job's token")
+    assert [pr["repo"] for pr in github.pulls] == [B]
