@@ -18,6 +18,7 @@ NUMBERS = (
     "prompt_tokens",
     "completion_tokens",
     "model_seconds",
+    "cost",
     "sandbox_cpu_seconds",
     "wall_seconds",
 )

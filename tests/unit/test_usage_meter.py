@@ -140,6 +140,7 @@ def test_mini_fix_usage_prints_a_table_and_json_lines(
     )  # fmt: skip
     assert usage_command("--by", "repo") == 0
     table = capsys.readouterr().out.splitlines()
+    assert table[0].split()[4:] == ["COMPLETION", "MODEL_S", "COST", "CPU_S", "WALL_S"]
     assert table[0].split()[:4] == ["REPO", "JOBS", "CALLS", "PROMPT"] and table[1].split()[:4] == [
         "octo/widgets", "2", "4", "400",
     ]  # fmt: skip
