@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import ipaddress
 import os
 import warnings
 from functools import cached_property
@@ -175,6 +176,10 @@ class Settings(BaseSettings):
     """Let a repository's `setup_network: true` give its setup commands egress, through the filtering proxy only."""
     setup_allowed_hosts: Annotated[list[str], NoDecode] = list(DEFAULT_SETUP_HOSTS)
     """Comma-separated host names the setup proxy lets through (a leading dot allows subdomains)."""
+    setup_mirror_addresses: Annotated[list[str], NoDecode] = []
+    """Comma-separated IPv4 addresses or CIDR ranges of the operator's own registry mirrors (an Artifactory or
+    Nexus on a private network) the setup proxy may connect to although private addresses are refused; only for
+    names in MINIFIX_SETUP_ALLOWED_HOSTS, on ports 80 and 443, never loopback, link-local or the engine host."""
     setup_upstream_network: str = "bridge"
     """Engine network the setup proxy reaches those hosts through."""
     infer_setup: bool = True
@@ -208,7 +213,7 @@ class Settings(BaseSettings):
     empty = derived from the App id and the data dir (`deployment_name`)."""
 
     @field_validator(
-        "allow_owners", "deny_owners", "allow_repos", "deny_repos", "setup_allowed_hosts", "allowed_images",
+        "allow_owners", "deny_owners", "allow_repos", "deny_repos", "setup_allowed_hosts", "allowed_images", "setup_mirror_addresses",
         "allowed_models", "devcontainer_images", mode="before",
     )  # fmt: skip
     @classmethod
@@ -216,6 +221,20 @@ class Settings(BaseSettings):
         if isinstance(value, str):
             return [part.strip() for part in value.split(",") if part.strip()]
         return value
+
+    @field_validator("setup_mirror_addresses")
+    @classmethod
+    def _mirror_ranges(cls, value: list[str]) -> list[str]:
+        ranges = []
+        for entry in value:
+            try:
+                network = ipaddress.IPv4Network(entry)
+            except ValueError as exc:
+                raise ValueError(f"MINIFIX_SETUP_MIRROR_ADDRESSES: {entry!r} is not an IPv4 address or range") from exc
+            if network.is_loopback or network.is_link_local or network.is_multicast or network.is_unspecified:
+                raise ValueError(f"MINIFIX_SETUP_MIRROR_ADDRESSES: {entry} is loopback, link-local or unroutable")
+            ranges.append(str(network))
+        return ranges
 
     @field_validator("model_profiles")
     @classmethod

@@ -54,6 +54,9 @@ class SandboxConfig(BaseModel):
     """A setup phase with egress through the filtering proxy only (`setup_hosts`); off unless the operator allows it."""
     setup_hosts: list[str] = []
     """Host names the setup proxy lets through (a leading dot allows subdomains); all else is refused."""
+    setup_mirror_addresses: list[str] = []
+    """IPv4 addresses or ranges of the operator's own registry mirrors that the proxy may reach although they are
+    private (an Artifactory or Nexus on the company network), for names in `setup_hosts` only."""
     setup_upstream_network: str = "bridge"
     """Engine network the setup proxy reaches the allowed hosts through."""
     setup_proxy_image: str = "mini-fix-proxy:latest"

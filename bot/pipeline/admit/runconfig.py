@@ -145,6 +145,7 @@ def _sandbox(
         network=networked,
         setup_hosts=settings.setup_allowed_hosts,
         setup_upstream_network=settings.setup_upstream_network,
+        setup_mirror_addresses=settings.setup_mirror_addresses,
         setup_env={**{key: SecretStr(value) for key, value in ONLINE_ENV.items()}, **settings.setup_env},
         setup_ca_file=str(settings.setup_ca_file) if settings.setup_ca_file else None,
         runtime=settings.sandbox_runtime,
