@@ -20,6 +20,8 @@ DEFAULT_SETUP_HOSTS = (
     "index.crates.io", "static.crates.io", "proxy.golang.org", "sum.golang.org", "repo.maven.apache.org",
     "repo1.maven.org",
 )  # fmt: skip
+# Never a registry mirror: "this network", loopback, link-local (cloud metadata), multicast and reserved.
+NEVER_MIRRORS = ("0.0.0.0/8", "127.0.0.0/8", "169.254.0.0/16", "224.0.0.0/4", "240.0.0.0/4")
 PLACEHOLDER_SECRETS = {"", "changeme", "change-me", "changethis", "secret", "development", "xxx", "todo"}
 
 
@@ -231,7 +233,7 @@ class Settings(BaseSettings):
                 network = ipaddress.IPv4Network(entry)
             except ValueError as exc:
                 raise ValueError(f"MINIFIX_SETUP_MIRROR_ADDRESSES: {entry!r} is not an IPv4 address or range") from exc
-            if network.is_loopback or network.is_link_local or network.is_multicast or network.is_unspecified:
+            if any(network.overlaps(ipaddress.IPv4Network(never)) for never in NEVER_MIRRORS):
                 raise ValueError(f"MINIFIX_SETUP_MIRROR_ADDRESSES: {entry} is loopback, link-local or unroutable")
             ranges.append(str(network))
         return ranges

@@ -1,0 +1,181 @@
+"""`mini-fix run --attempts 2` with no `setup:` on real projects whose dependencies come from a registry mirror the
+tier starts itself (tests/support/registry_mirror.py): real releases from Debian's source packages, served as the
+ecosystem's own registry on a private address that only the operator's settings open to the setup proxy
+(MINIFIX_SETUP_UPSTREAM_NETWORK, MINIFIX_SETUP_ALLOWED_HOSTS, MINIFIX_SETUP_MIRROR_ADDRESSES) and that the
+toolchain is pointed at by MINIFIX_SETUP_ENV, as an operator with a company Artifactory or Nexus would.
+
+- Go: cpuguy83/go-md2man v2.0.2, which needs russross/blackfriday/v2 v2.1.0 (go.sum pins its h1: hash; the
+  module zip built here from Debian's tarball must match it, and Go checks that itself).
+
+Each case: the setup is inferred and cached (the second run restores it), the runner's own count is above 0 after
+the fix, the attempt that deletes a test is never proposed, and with the mirror down the setup fails and the
+tests read "could not run the tests".
+
+Needs Docker, the sandbox and proxy images, and deb.debian.org (first run; the sources are cached after).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import docker
+import pytest
+
+from tests.support.model_server import ScriptedModelServer, bash_reply
+from tests.support.registry_mirror import MirrorServer, add_go_module, debian_source, unpack
+from tests.support.tiers import setup_failed
+
+pytestmark = [pytest.mark.docker, pytest.mark.e2e]
+IMAGE = os.environ.get("MINIFIX_REALREPOS_IMAGE", "mini-fix-sandbox:latest")
+SUBMIT = bash_reply("printf 'COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT\\nFixed it.\\n'")
+TIER = "real repositories (mirrored registries)"
+
+
+@dataclass(frozen=True)
+class Case:
+    source: tuple[str, str]  # the project's Debian source package and its upstream tarball
+    bug: tuple[str, str, str]  # file, text, the text that breaks it
+    fix: str  # the command that fixes the bug
+    drop: str  # the command that deletes an existing test
+    dropped: str  # that test's name
+    setup: str  # the inferred setup
+    why: str  # where it was inferred from
+    counted: str  # the runner's own count of what passed, as a regex with one group
+    failed_before: str  # its count of failed tests before the fix, as a regex with one group
+    mirror: Callable[[Path, Path], dict[str, str]]  # fills the mirror's root; the setup env, given its address
+    not_run: str  # what the tests say when the setup could not fetch the dependencies
+
+
+def _go_mirror(root: Path, work: Path) -> dict[str, str]:
+    src = unpack(debian_source("golang-blackfriday-v2", "golang-blackfriday-v2_2.1.0.orig.tar.gz"), work / "bf")
+    h1 = add_go_module(root / "go", "github.com/russross/blackfriday/v2", "v2.1.0", src)
+    assert h1 == "h1:JIOH55/0cWyOuilr9/qlrm0BSXldqnqwMsf35Ld67mk=", h1  # go-md2man's go.sum, checked here too
+    return {"GOPROXY": "http://{address}/go"}
+
+
+GO = Case(
+    source=("go-md2man-v2", "go-md2man-v2_2.0.2+ds1.orig.tar.xz"),
+    bug=("md2man/roff.go", 'linkCloseTag     = "\\\\[ra]"', 'linkCloseTag     = "\\\\[rb]"'),
+    fix="sed -i 's/\\[rb\\]/[ra]/' md2man/roff.go",
+    drop="sed -i '/^func TestEscapeCharacters/,/^}/d' md2man/roff_test.go",
+    dropped="TestEscapeCharacters",
+    setup="`go mod download`",
+    why="inferred from go.mod",
+    counted=r"(\d+) packages? ok",
+    failed_before=r"\(\d+ tests passed, (\d+) failed\)",
+    mirror=_go_mirror,
+    not_run="the Go module `github.com/russross/blackfriday/v2@v2.1.0` is not downloaded",
+)
+
+
+@pytest.fixture(scope="module")
+def ready() -> None:
+    try:
+        client = docker.from_env()
+        for image in (IMAGE, "mini-fix-proxy:latest"):
+            client.images.get(image)
+    except Exception as exc:
+        setup_failed(TIER, f"{IMAGE} and the proxy image are needed: {exc}")
+
+
+@pytest.fixture
+def mirrored(ready: None, tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[tuple[MirrorServer, dict[str, str]]]:
+    case: Case = request.param
+    root = tmp_path / "mirror"
+    try:
+        env = case.mirror(root, tmp_path / "sources")
+        server = MirrorServer(root).__enter__()
+    except (OSError, RuntimeError, docker.errors.DockerException) as exc:
+        setup_failed(TIER, f"the mirror could not be built or started: {exc}")
+    try:
+        yield server, {key: value.format(address=server.address) for key, value in env.items()}
+    finally:
+        server.close()
+
+
+def _repo(where: Path, case: Case) -> Path:
+    shutil.copytree(unpack(debian_source(*case.source), where.parent / "project"), where)
+    path, good, bad = case.bug
+    text = (where / path).read_text()
+    assert good in text, f"{path} no longer holds {good!r}"
+    (where / path).write_text(text.replace(good, bad, 1))
+    who = ["-c", "user.name=t", "-c", "user.email=t@example.com"]
+    for args in (["init", "-q", "-b", "main"], ["add", "-A"], ["commit", "-qm", "init"]):
+        subprocess.run(["git", "-C", str(where), *who, *args], check=True, capture_output=True)
+    return where
+
+
+def _run(repo: Path, out: Path, data: Path, case: Case, mirror: MirrorServer, setup_env: dict[str, str]):
+    scripts = {
+        0.0: [bash_reply(f"{case.fix} && {case.drop}"), SUBMIT],  # fixes it and deletes a test
+        0.7: [bash_reply(case.fix), SUBMIT],
+    }
+    env = {
+        **os.environ, "MINIFIX_DATA_DIR": str(data), "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+        "MINIFIX_SANDBOX_IMAGE": IMAGE, "MINIFIX_SETUP_UPSTREAM_NETWORK": mirror.network,
+        "MINIFIX_SETUP_ALLOWED_HOSTS": mirror.address, "MINIFIX_SETUP_MIRROR_ADDRESSES": mirror.address,
+        "MINIFIX_SETUP_ENV": json.dumps(setup_env),
+    }  # fmt: skip
+    cmd = [sys.executable, "-m", "bot.cli", "run", "--repo", str(repo), "--task", "the output is wrong"]
+    with ScriptedModelServer([], by_temperature=scripts) as model:
+        cmd += ["--model", "hosted_vllm/scripted", "--api-base", model.api_base, "--output", str(out)]
+        return subprocess.run([*cmd, "--attempts", "2"], capture_output=True, text=True, env=env, timeout=1500)
+
+
+@pytest.mark.parametrize("mirrored", [GO], ids=["go-goproxy"], indirect=True)
+def test_setup_from_the_mirror_is_inferred_cached_and_the_tests_really_run(
+    mirrored: tuple[MirrorServer, dict[str, str]], tmp_path: Path
+) -> None:
+    (mirror, setup_env), case = mirrored, GO
+    repo, data = _repo(tmp_path / "repo", case), tmp_path / "data"
+    first = _run(repo, tmp_path / "out1", data, case, mirror, setup_env)
+    report = first.stdout + first.stderr
+    assert first.returncode == 0, report
+    assert f"setup: {case.setup} ({case.why})" in first.stdout, report
+    assert re.search(r"^setup: ran in \d+ s", first.stdout, re.MULTILINE), report
+    _chosen_kept_the_tests(tmp_path / "out1", case)
+    second = _run(repo, tmp_path / "out2", data, case, mirror, setup_env)
+    report = second.stdout + second.stderr
+    assert second.returncode == 0, report
+    assert re.search(r"^setup: restored from cache in \d+ s", second.stdout, re.MULTILINE), report
+    assert not re.search(r"^setup: ran in", second.stdout, re.MULTILINE), report
+    _chosen_kept_the_tests(tmp_path / "out2", case)
+    print(first.stdout, second.stdout, sep="\n")  # with -s: the setup lines, their times and the verdicts
+
+
+def _chosen_kept_the_tests(out: Path, case: Case) -> None:
+    chosen = json.loads((out / "trajectory.json").read_text())["mini_fix"]
+    test = chosen["test"]
+    assert chosen["attempt"] == 2 and test["passed"] is True, test
+    count = re.search(case.counted, test["summary"])
+    assert count and int(count.group(1)) > 0, test  # the runner's own count: its tests ran
+    assert case.dropped in (out / "attempts.md").read_text()
+    # The deleting attempt changed the test file: its reproduction ran the tests before the fix, and they failed.
+    (deleting,) = [p for p in out.glob("*-1/trajectory.json")]
+    before = json.loads(deleting.read_text())["mini_fix"]["reproduction"]["before_verdict"]
+    failed = re.search(case.failed_before, before)
+    assert before.startswith("failed") and failed and int(failed.group(1)) > 0, before
+
+
+@pytest.mark.parametrize("mirrored", [GO], ids=["go-goproxy"], indirect=True)
+def test_with_the_mirror_down_the_setup_fails_and_the_tests_could_not_run(
+    mirrored: tuple[MirrorServer, dict[str, str]], tmp_path: Path
+) -> None:
+    (mirror, setup_env), case = mirrored, GO
+    mirror.stop()  # the network stays: the proxy joins it and finds nothing there
+    repo = _repo(tmp_path / "repo", case)
+    result = _run(repo, tmp_path / "out", tmp_path / "data", case, mirror, setup_env)
+    report = result.stdout + result.stderr
+    assert re.search(r"^setup: \*\*failed\*\* after \d+ s, so the tests may not run: ", result.stdout, re.M), report
+    tests = [json.loads(p.read_text())["mini_fix"].get("test") for p in (tmp_path / "out").glob("*/trajectory.json")]
+    assert tests and all(t and t.get("verdict") == "could not run" for t in tests), tests
+    assert all(case.not_run in t["summary"] for t in tests), tests
+    print(result.stdout)  # with -s: the failed setup and the verdicts
