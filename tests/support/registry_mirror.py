@@ -10,18 +10,22 @@ pool file name carries the package's name and version and never changes).
 from __future__ import annotations
 
 import base64
+import gzip
 import hashlib
 import io
 import json
 import os
 import shutil
+import subprocess
 import tarfile
+import tomllib
 import time
 import urllib.request
 import uuid
 import zipfile
 from pathlib import Path
 from types import TracebackType
+from typing import Any
 
 import docker
 
@@ -89,6 +93,69 @@ def add_go_module(proxy: Path, module: str, version: str, src: Path) -> str:
     (at / f"{version}.info").write_text(json.dumps({"Version": version, "Time": GO_EPOCH}))
     (at / "list").write_text(version + "\n")
     return go_h1(files)
+
+
+def debian_binary(package: str, filename: str) -> Path:
+    """A binary package's pool file (Debian's librust-*-dev carry a crate's files under /usr/share/cargo/registry),
+    downloaded once; a source package's `.orig` of a crate is often absent from the pool this machine reaches."""
+    return debian_source(package, filename)
+
+
+def deb_tree(deb: Path, dest: Path, inside: str) -> Path:
+    """The directory `inside` of a .deb's data, extracted under `dest` with the image's own `dpkg-deb`."""
+    dest.mkdir(parents=True, exist_ok=True)
+    subprocess.run(["dpkg-deb", "-x", str(deb), str(dest)], check=True, capture_output=True)
+    return dest / inside.lstrip("/")
+
+
+def _crate_deps(manifest: dict[str, Any]) -> list[dict[str, Any]]:
+    deps = []
+    for table, kind in (("dependencies", "normal"), ("dev-dependencies", "dev"), ("build-dependencies", "build")):
+        for name, spec in (manifest.get(table) or {}).items():
+            spec = {"version": spec} if isinstance(spec, str) else spec
+            deps.append({
+                "name": name, "req": spec.get("version", "*"), "features": spec.get("features", []),
+                "optional": spec.get("optional", False), "default_features": spec.get("default-features", True),
+                "target": None, "kind": kind,
+            })  # fmt: skip
+    return deps
+
+
+def add_crate(registry: Path, src: Path) -> str:
+    """Pack the crate's files in `src` (its normalized Cargo.toml included) as `name-version.crate` into a sparse
+    registry (index line and file) and return the .crate's sha256, which the index carries and cargo checks."""
+    manifest = tomllib.loads((src / "Cargo.toml").read_text())
+    name, version = manifest["package"]["name"], manifest["package"]["version"]
+    buffer = io.BytesIO()
+    with gzip.GzipFile(fileobj=buffer, mode="wb", mtime=0) as zipped, tarfile.open(fileobj=zipped, mode="w") as tar:
+        for rel in _files(src):
+            if rel in (".cargo-checksum.json", ".cargo_vcs_info.json"):
+                continue
+            info = tar.gettarinfo(str(src / rel), arcname=f"{name}-{version}/{rel}")
+            info.uid = info.gid = 0
+            info.uname = info.gname = ""
+            info.mtime = 0
+            with (src / rel).open("rb") as data:
+                tar.addfile(info, data)
+    crate = buffer.getvalue()
+    sha = hashlib.sha256(crate).hexdigest()
+    target = registry / "crates" / name / version / "download"
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_bytes(crate)
+    lower = name.lower()
+    shard = {1: "1", 2: "2", 3: f"3/{lower[0]}"}.get(len(lower), f"{lower[:2]}/{lower[2:4]}")
+    line = {"name": name, "vers": version, "deps": _crate_deps(manifest), "cksum": sha,
+            "features": manifest.get("features", {}), "yanked": False}  # fmt: skip
+    index = registry / shard / lower
+    index.parent.mkdir(parents=True, exist_ok=True)
+    with index.open("a") as out:
+        out.write(json.dumps(line) + "\n")
+    return sha
+
+
+def cargo_registry_config(registry: Path, url: str) -> None:
+    """The sparse registry's config.json: where its crates are downloaded from (`url` is its root)."""
+    (registry / "config.json").write_text(json.dumps({"dl": f"{url.rstrip('/')}/crates"}))
 
 
 class MirrorServer:
