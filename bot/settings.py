@@ -190,6 +190,10 @@ class Settings(BaseSettings):
     setup_env: dict[str, SecretStr] = {}
     """A JSON object of variables the setup phase alone gets (a registry mirror such as `PIP_INDEX_URL` or
     `npm_config_registry`, its credentials): never the agent's actions, the checks, a trajectory or a log."""
+    setup_cargo_mirror: str = ""
+    """A sparse cargo registry that replaces crates.io (`sparse+https://nexus.example/repository/crates/`): written
+    as the sandbox's `~/.cargo/config.toml` when setup starts, kept for the offline test runs after it. The URL is
+    readable by the agent, so it may carry no credentials; its host goes in MINIFIX_SETUP_ALLOWED_HOSTS."""
     setup_ca_file: Path | None = None
     """A PEM bundle the setup phase's tools trust instead of the image's (an internal registry's CA, or a
     TLS-inspecting proxy's, with the public ones): copied into the sandbox for setup and named by the tools'
@@ -215,8 +219,8 @@ class Settings(BaseSettings):
     empty = derived from the App id and the data dir (`deployment_name`)."""
 
     @field_validator(
-        "allow_owners", "deny_owners", "allow_repos", "deny_repos", "setup_allowed_hosts", "allowed_images", "setup_mirror_addresses",
-        "allowed_models", "devcontainer_images", mode="before",
+        "allow_owners", "deny_owners", "allow_repos", "deny_repos", "setup_allowed_hosts", "allowed_images",
+        "setup_mirror_addresses", "allowed_models", "devcontainer_images", mode="before",
     )  # fmt: skip
     @classmethod
     def _split_commas(cls, value: object) -> object:
@@ -232,11 +236,23 @@ class Settings(BaseSettings):
             try:
                 network = ipaddress.IPv4Network(entry)
             except ValueError as exc:
-                raise ValueError(f"MINIFIX_SETUP_MIRROR_ADDRESSES: {entry!r} is not an IPv4 address or range") from exc
+                raise ValueError(f"MINIFIX_SETUP_MIRROR_ADDRESSES: {entry!r} is not an IPv4 address") from exc
             if any(network.overlaps(ipaddress.IPv4Network(never)) for never in NEVER_MIRRORS):
                 raise ValueError(f"MINIFIX_SETUP_MIRROR_ADDRESSES: {entry} is loopback, link-local or unroutable")
             ranges.append(str(network))
         return ranges
+
+    @field_validator("setup_cargo_mirror")
+    @classmethod
+    def _cargo_mirror(cls, value: str) -> str:
+        if not value:
+            return value
+        parts = urlsplit(value.removeprefix("sparse+"))
+        if not value.startswith(("sparse+http://", "sparse+https://")) or not parts.hostname:
+            raise ValueError("MINIFIX_SETUP_CARGO_MIRROR must be a sparse registry URL: sparse+https://host/path/")
+        if parts.username or parts.password or any(ch in value for ch in '"\\\n'):
+            raise ValueError("MINIFIX_SETUP_CARGO_MIRROR may carry no credentials (the agent can read it)")
+        return value if value.endswith("/") else value + "/"
 
     @field_validator("model_profiles")
     @classmethod

@@ -87,7 +87,9 @@ def ready() -> None:
 
 
 @pytest.fixture
-def mirrored(ready: None, tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[tuple[MirrorServer, dict[str, str]]]:
+def mirrored(
+    ready: None, tmp_path: Path, request: pytest.FixtureRequest
+) -> Iterator[tuple[MirrorServer, dict[str, str]]]:
     case: Case = request.param
     root = tmp_path / "mirror"
     try:

@@ -10,6 +10,7 @@ pool file name carries the package's name and version and never changes).
 from __future__ import annotations
 
 import base64
+import contextlib
 import gzip
 import hashlib
 import io
@@ -18,8 +19,8 @@ import os
 import shutil
 import subprocess
 import tarfile
-import tomllib
 import time
+import tomllib
 import urllib.request
 import uuid
 import zipfile
@@ -204,10 +205,8 @@ class MirrorServer:
 
     def close(self) -> None:
         self.stop()
-        try:
+        with contextlib.suppress(docker.errors.NotFound):
             self.client.networks.get(self.network).remove()
-        except docker.errors.NotFound:
-            pass
 
     def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
         self.close()
