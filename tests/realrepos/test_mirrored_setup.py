@@ -5,7 +5,11 @@ ecosystem's own registry on a private address that only the operator's settings 
 toolchain is pointed at by MINIFIX_SETUP_ENV, as an operator with a company Artifactory or Nexus would.
 
 - Go: cpuguy83/go-md2man v2.0.2, which needs russross/blackfriday/v2 v2.1.0 (go.sum pins its h1: hash; the
-  module zip built here from Debian's tarball must match it, and Go checks that itself).
+  module zip built here from Debian's tarball must match it, and Go checks that itself). GOPROXY in
+  MINIFIX_SETUP_ENV.
+- Rust: roxmltree 0.16.0, which needs xmlparser 0.13.5, both as Debian's librust-*-dev ship the published crates
+  (the crates' .orig tarballs are not in the pool this machine reaches); a sparse registry whose index carries the
+  sha256 of the .crate packed here (no Cargo.lock pins crates.io's). MINIFIX_SETUP_CARGO_MIRROR.
 
 Each case: the setup is inferred and cached (the second run restores it), the runner's own count is above 0 after
 the fix, the attempt that deletes a test is never proposed, and with the mirror down the setup fails and the
@@ -30,7 +34,16 @@ import docker
 import pytest
 
 from tests.support.model_server import ScriptedModelServer, bash_reply
-from tests.support.registry_mirror import MirrorServer, add_go_module, debian_source, unpack
+from tests.support.registry_mirror import (
+    MirrorServer,
+    add_crate,
+    add_go_module,
+    cargo_registry_config,
+    deb_tree,
+    debian_binary,
+    debian_source,
+    unpack,
+)  # fmt: skip
 from tests.support.tiers import setup_failed
 
 pytestmark = [pytest.mark.docker, pytest.mark.e2e]
@@ -41,7 +54,7 @@ TIER = "real repositories (mirrored registries)"
 
 @dataclass(frozen=True)
 class Case:
-    source: tuple[str, str]  # the project's Debian source package and its upstream tarball
+    project: Callable[[Path], Path]  # the project's release tree, unpacked under the given folder
     bug: tuple[str, str, str]  # file, text, the text that breaks it
     fix: str  # the command that fixes the bug
     drop: str  # the command that deletes an existing test
@@ -50,19 +63,38 @@ class Case:
     why: str  # where it was inferred from
     counted: str  # the runner's own count of what passed, as a regex with one group
     failed_before: str  # its count of failed tests before the fix, as a regex with one group
-    mirror: Callable[[Path, Path], dict[str, str]]  # fills the mirror's root; the setup env, given its address
+    mirror: Callable[[Path, Path, str], dict[str, str]]  # fills the mirror's root (at this address): the settings
     not_run: str  # what the tests say when the setup could not fetch the dependencies
 
 
-def _go_mirror(root: Path, work: Path) -> dict[str, str]:
+def _go_mirror(root: Path, work: Path, address: str) -> dict[str, str]:
     src = unpack(debian_source("golang-blackfriday-v2", "golang-blackfriday-v2_2.1.0.orig.tar.gz"), work / "bf")
     h1 = add_go_module(root / "go", "github.com/russross/blackfriday/v2", "v2.1.0", src)
     assert h1 == "h1:JIOH55/0cWyOuilr9/qlrm0BSXldqnqwMsf35Ld67mk=", h1  # go-md2man's go.sum, checked here too
-    return {"GOPROXY": "http://{address}/go"}
+    return {"MINIFIX_SETUP_ENV": json.dumps({"GOPROXY": f"http://{address}/go"})}
+
+
+def _crate(package: str, deb: str, crate: str, where: Path) -> Path:
+    """A crate's files as Debian's librust-*-dev ships them (the published crate, its Cargo.toml normalized)."""
+    return deb_tree(debian_binary(package, deb), where, f"/usr/share/cargo/registry/{crate}")
+
+
+def _cargo_mirror(root: Path, work: Path, address: str) -> dict[str, str]:
+    src = _crate("rust-xmlparser", "librust-xmlparser-dev_0.13.5-1_amd64.deb", "xmlparser-0.13.5", work / "xp")
+    add_crate(root / "cargo", src)
+    cargo_registry_config(root / "cargo", f"http://{address}/cargo")
+    return {"MINIFIX_SETUP_CARGO_MIRROR": f"sparse+http://{address}/cargo/"}
+
+
+def _roxmltree(where: Path) -> Path:
+    tree = _crate("rust-roxmltree", "librust-roxmltree-dev_0.16.0-1_amd64.deb", "roxmltree-0.16.0", where)
+    for name in (".cargo-checksum.json", ".cargo_vcs_info.json"):  # Debian's and the packager's, not the project's
+        (tree / name).unlink()
+    return tree
 
 
 GO = Case(
-    source=("go-md2man-v2", "go-md2man-v2_2.0.2+ds1.orig.tar.xz"),
+    project=lambda where: unpack(debian_source("go-md2man-v2", "go-md2man-v2_2.0.2+ds1.orig.tar.xz"), where),
     bug=("md2man/roff.go", 'linkCloseTag     = "\\\\[ra]"', 'linkCloseTag     = "\\\\[rb]"'),
     fix="sed -i 's/\\[rb\\]/[ra]/' md2man/roff.go",
     drop="sed -i '/^func TestEscapeCharacters/,/^}/d' md2man/roff_test.go",
@@ -74,6 +106,24 @@ GO = Case(
     mirror=_go_mirror,
     not_run="the Go module `github.com/russross/blackfriday/v2@v2.1.0` is not downloaded",
 )
+RUST = Case(
+    project=_roxmltree,
+    bug=(
+        "src/lib.rs",
+        ".any(|a| a.data.name.as_expanded_name(self.doc) == name)",
+        ".any(|a| a.data.name.as_expanded_name(self.doc) != name)",
+    ),
+    fix="sed -i 's/(self.doc) != name)/(self.doc) == name)/' src/lib.rs",
+    drop="perl -0pi -e 's/#\\[test\\]\\nfn get_pi\\(\\) \\{.*?\\n\\}\\n//s' tests/api.rs",
+    dropped="get_pi",
+    setup="`cargo fetch`",
+    why="inferred from Cargo.toml",
+    counted=r"(\d+) passed; 0 failed",
+    failed_before=r"\d+ passed; (\d+) failed",
+    mirror=_cargo_mirror,
+    not_run="the Rust dependency `xmlparser` is not available",
+)
+CASES = [pytest.param(GO, id="go-goproxy"), pytest.param(RUST, id="rust-sparse-registry")]
 
 
 @pytest.fixture(scope="module")
@@ -92,19 +142,23 @@ def mirrored(
 ) -> Iterator[tuple[MirrorServer, dict[str, str]]]:
     case: Case = request.param
     root = tmp_path / "mirror"
+    root.mkdir()
     try:
-        env = case.mirror(root, tmp_path / "sources")
         server = MirrorServer(root).__enter__()
     except (OSError, RuntimeError, docker.errors.DockerException) as exc:
-        setup_failed(TIER, f"the mirror could not be built or started: {exc}")
+        setup_failed(TIER, f"the mirror server could not start: {exc}")
     try:
-        yield server, {key: value.format(address=server.address) for key, value in env.items()}
+        try:
+            settings = case.mirror(root, tmp_path / "sources", server.address)
+        except (OSError, subprocess.CalledProcessError) as exc:
+            setup_failed(TIER, f"the mirror could not be built from Debian's packages: {exc}")
+        yield server, settings, case
     finally:
         server.close()
 
 
 def _repo(where: Path, case: Case) -> Path:
-    shutil.copytree(unpack(debian_source(*case.source), where.parent / "project"), where)
+    shutil.copytree(case.project(where.parent / "project"), where)
     path, good, bad = case.bug
     text = (where / path).read_text()
     assert good in text, f"{path} no longer holds {good!r}"
@@ -115,7 +169,9 @@ def _repo(where: Path, case: Case) -> Path:
     return where
 
 
-def _run(repo: Path, out: Path, data: Path, case: Case, mirror: MirrorServer, setup_env: dict[str, str]):
+def _run(
+    repo: Path, out: Path, data: Path, case: Case, mirror: MirrorServer, settings: dict[str, str]
+) -> subprocess.CompletedProcess[str]:
     scripts = {
         0.0: [bash_reply(f"{case.fix} && {case.drop}"), SUBMIT],  # fixes it and deletes a test
         0.7: [bash_reply(case.fix), SUBMIT],
@@ -124,7 +180,7 @@ def _run(repo: Path, out: Path, data: Path, case: Case, mirror: MirrorServer, se
         **os.environ, "MINIFIX_DATA_DIR": str(data), "LITELLM_LOCAL_MODEL_COST_MAP": "True",
         "MINIFIX_SANDBOX_IMAGE": IMAGE, "MINIFIX_SETUP_UPSTREAM_NETWORK": mirror.network,
         "MINIFIX_SETUP_ALLOWED_HOSTS": mirror.address, "MINIFIX_SETUP_MIRROR_ADDRESSES": mirror.address,
-        "MINIFIX_SETUP_ENV": json.dumps(setup_env),
+        **settings,
     }  # fmt: skip
     cmd = [sys.executable, "-m", "bot.cli", "run", "--repo", str(repo), "--task", "the output is wrong"]
     with ScriptedModelServer([], by_temperature=scripts) as model:
@@ -132,19 +188,19 @@ def _run(repo: Path, out: Path, data: Path, case: Case, mirror: MirrorServer, se
         return subprocess.run([*cmd, "--attempts", "2"], capture_output=True, text=True, env=env, timeout=1500)
 
 
-@pytest.mark.parametrize("mirrored", [GO], ids=["go-goproxy"], indirect=True)
+@pytest.mark.parametrize("mirrored", CASES, indirect=True)
 def test_setup_from_the_mirror_is_inferred_cached_and_the_tests_really_run(
-    mirrored: tuple[MirrorServer, dict[str, str]], tmp_path: Path
+    mirrored: tuple[MirrorServer, dict[str, str], Case], tmp_path: Path
 ) -> None:
-    (mirror, setup_env), case = mirrored, GO
+    mirror, settings, case = mirrored
     repo, data = _repo(tmp_path / "repo", case), tmp_path / "data"
-    first = _run(repo, tmp_path / "out1", data, case, mirror, setup_env)
+    first = _run(repo, tmp_path / "out1", data, case, mirror, settings)
     report = first.stdout + first.stderr
     assert first.returncode == 0, report
     assert f"setup: {case.setup} ({case.why})" in first.stdout, report
     assert re.search(r"^setup: ran in \d+ s", first.stdout, re.MULTILINE), report
     _chosen_kept_the_tests(tmp_path / "out1", case)
-    second = _run(repo, tmp_path / "out2", data, case, mirror, setup_env)
+    second = _run(repo, tmp_path / "out2", data, case, mirror, settings)
     report = second.stdout + second.stderr
     assert second.returncode == 0, report
     assert re.search(r"^setup: restored from cache in \d+ s", second.stdout, re.MULTILINE), report
@@ -167,14 +223,14 @@ def _chosen_kept_the_tests(out: Path, case: Case) -> None:
     assert before.startswith("failed") and failed and int(failed.group(1)) > 0, before
 
 
-@pytest.mark.parametrize("mirrored", [GO], ids=["go-goproxy"], indirect=True)
+@pytest.mark.parametrize("mirrored", CASES, indirect=True)
 def test_with_the_mirror_down_the_setup_fails_and_the_tests_could_not_run(
-    mirrored: tuple[MirrorServer, dict[str, str]], tmp_path: Path
+    mirrored: tuple[MirrorServer, dict[str, str], Case], tmp_path: Path
 ) -> None:
-    (mirror, setup_env), case = mirrored, GO
+    mirror, settings, case = mirrored
     mirror.stop()  # the network stays: the proxy joins it and finds nothing there
     repo = _repo(tmp_path / "repo", case)
-    result = _run(repo, tmp_path / "out", tmp_path / "data", case, mirror, setup_env)
+    result = _run(repo, tmp_path / "out", tmp_path / "data", case, mirror, settings)
     report = result.stdout + result.stderr
     assert re.search(r"^setup: \*\*failed\*\* after \d+ s, so the tests may not run: ", result.stdout, re.M), report
     tests = [json.loads(p.read_text())["mini_fix"].get("test") for p in (tmp_path / "out").glob("*/trajectory.json")]
