@@ -194,6 +194,10 @@ class Settings(BaseSettings):
     """A sparse cargo registry that replaces crates.io (`sparse+https://nexus.example/repository/crates/`): written
     as the sandbox's `~/.cargo/config.toml` when setup starts, kept for the offline test runs after it. The URL is
     readable by the agent, so it may carry no credentials; its host goes in MINIFIX_SETUP_ALLOWED_HOSTS."""
+    setup_maven_mirror: str = ""
+    """A Maven repository that mirrors every remote one (`external:*`: Maven Central and a pom's own), e.g.
+    `https://nexus.example/repository/maven-public/`: written into the sandbox's `~/.m2/settings.xml` when setup
+    starts. Readable by the agent, so no credentials; its host goes in MINIFIX_SETUP_ALLOWED_HOSTS."""
     setup_ca_file: Path | None = None
     """A PEM bundle the setup phase's tools trust instead of the image's (an internal registry's CA, or a
     TLS-inspecting proxy's, with the public ones): copied into the sandbox for setup and named by the tools'
@@ -253,6 +257,16 @@ class Settings(BaseSettings):
         if parts.username or parts.password or any(ch in value for ch in '"\\\n'):
             raise ValueError("MINIFIX_SETUP_CARGO_MIRROR may carry no credentials (the agent can read it)")
         return value if value.endswith("/") else value + "/"
+
+    @field_validator("setup_maven_mirror")
+    @classmethod
+    def _maven_mirror(cls, value: str) -> str:
+        parts = urlsplit(value)
+        if value and (parts.scheme not in ("http", "https") or not parts.hostname):
+            raise ValueError("MINIFIX_SETUP_MAVEN_MIRROR must be an http(s) URL of a Maven repository")
+        if parts.username or parts.password:
+            raise ValueError("MINIFIX_SETUP_MAVEN_MIRROR may carry no credentials (the agent can read it)")
+        return value
 
     @field_validator("model_profiles")
     @classmethod

@@ -122,9 +122,11 @@ class SetupProxy:
         return proxy
 
     def env(self) -> dict[str, str]:
-        """The proxy variables the setup commands get (both spellings: tools differ)."""
+        """The proxy variables the setup commands get (both spellings: tools differ; Maven's settings.xml reads
+        the address from MINIFIX_SETUP_PROXY_HOST and _PORT)."""
         url = f"http://{self.address}:{PROXY_PORT}"
-        return {key: url for key in ("http_proxy", "https_proxy", "HTTP_PROXY", "HTTPS_PROXY")}
+        env = {key: url for key in ("http_proxy", "https_proxy", "HTTP_PROXY", "HTTPS_PROXY")}
+        return {**env, "MINIFIX_SETUP_PROXY_HOST": self.address, "MINIFIX_SETUP_PROXY_PORT": str(PROXY_PORT)}
 
     def pin(self, config: SandboxConfig, sandbox_id: str, labels: dict[str, str]) -> None:
         """Let the started sandbox send packets to the proxy's port only (iptables in its network namespace)."""

@@ -159,6 +159,28 @@ def cargo_registry_config(registry: Path, url: str) -> None:
     (registry / "config.json").write_text(json.dumps({"dl": f"{url.rstrip('/')}/crates"}))
 
 
+def add_maven_artifact(repository: Path, maven_repo: Path, group: str, artifact: str, version: str) -> None:
+    """Copy `group:artifact:version`'s pom and jar from a Debian `maven-repo` tree (its jar a link into
+    /usr/share/java, resolved inside the same extracted package) into a Maven repository layout, with .sha1 files
+    (Maven checks them)."""
+    rel = Path(*group.split("."), artifact, version)
+    target = repository / rel
+    target.mkdir(parents=True, exist_ok=True)
+    for ext in ("pom", "jar"):
+        source = maven_repo / rel / f"{artifact}-{version}.{ext}"
+        data = source.read_bytes() if not source.is_symlink() else _in_tree(maven_repo, source).read_bytes()
+        (target / source.name).write_bytes(data)
+        (target / f"{source.name}.sha1").write_text(hashlib.sha1(data).hexdigest())
+
+
+def _in_tree(maven_repo: Path, link: Path) -> Path:
+    """A package's relative link, followed within the extracted package (`maven_repo` is its usr/share/maven-repo)."""
+    root = maven_repo.parents[2]  # the extraction root
+    resolved = (link.parent / os.readlink(link)).resolve()
+    absolute = Path("/") / resolved.relative_to(root.resolve())
+    return root / absolute.relative_to("/")
+
+
 class MirrorServer:
     """A static HTTP server on port 80 serving `root`, in a container on a fresh engine network of its own."""
 

@@ -147,7 +147,7 @@ def _sandbox(
         setup_hosts=settings.setup_allowed_hosts,
         setup_upstream_network=settings.setup_upstream_network,
         setup_mirror_addresses=settings.setup_mirror_addresses,
-        setup_files=mirror_files(settings.setup_cargo_mirror),
+        setup_files=mirror_files(settings.setup_cargo_mirror, settings.setup_maven_mirror),
         setup_env={**{key: SecretStr(value) for key, value in ONLINE_ENV.items()}, **settings.setup_env},
         setup_ca_file=str(settings.setup_ca_file) if settings.setup_ca_file else None,
         runtime=settings.sandbox_runtime,
