@@ -4,8 +4,8 @@ read the same sources offline.
 
 Cargo and Maven take a mirror (and Maven its proxy) from a file only: cargo's source replacement
 (`[source.crates-io] replace-with`) cannot be set from the environment, and an offline `cargo test` must name the
-same replaced source as the `cargo fetch` that filled its cache. These files are readable by the agent like all of HOME, so a mirror URL
-here carries no credentials (settings.py refuses one that does).
+same replaced source as the `cargo fetch` that filled its cache. These files are readable by the agent like all
+of HOME, so a mirror URL here carries no credentials (settings.py refuses one that does).
 """
 
 from __future__ import annotations
