@@ -38,6 +38,7 @@ from tests.support.registry_mirror import (
     MirrorServer,
     add_crate,
     add_go_module,
+    add_maven_artifact,
     cargo_registry_config,
     deb_tree,
     debian_binary,
@@ -123,7 +124,108 @@ RUST = Case(
     mirror=_cargo_mirror,
     not_run="the Rust dependency `xmlparser` is not available",
 )
-CASES = [pytest.param(GO, id="go-goproxy"), pytest.param(RUST, id="rust-sparse-registry")]
+
+
+def _maven_mirror(root: Path, work: Path, address: str) -> dict[str, str]:
+    deb = debian_binary("libcommons-collections4-java", "libcommons-collections4-java_4.2-1_all.deb")
+    add_maven_artifact(root / "maven", deb_tree(deb, work / "cc4", "/usr/share/maven-repo"), *COLLECTIONS4)
+    return {"MINIFIX_SETUP_MAVEN_MIRROR": f"http://{address}/maven"}
+
+
+COLLECTIONS4 = ("org.apache.commons", "commons-collections4", "4.2")  # not in the image's Debian repository
+TALLY = {
+    "pom.xml": """<?xml version="1.0" encoding="UTF-8"?>
+<project xmlns="http://maven.apache.org/POM/4.0.0">
+  <modelVersion>4.0.0</modelVersion>
+  <groupId>example</groupId>
+  <artifactId>tally</artifactId>
+  <version>1.0</version>
+  <properties>
+    <maven.compiler.release>17</maven.compiler.release>
+    <project.build.sourceEncoding>UTF-8</project.build.sourceEncoding>
+  </properties>
+  <dependencies>
+    <dependency>
+      <groupId>org.apache.commons</groupId>
+      <artifactId>commons-collections4</artifactId>
+      <version>4.2</version>
+    </dependency>
+    <dependency>
+      <groupId>junit</groupId>
+      <artifactId>junit</artifactId>
+      <version>4.13.2</version>
+      <scope>test</scope>
+    </dependency>
+  </dependencies>
+</project>
+""",
+    "src/main/java/calc/Tally.java": """package calc;
+
+import java.util.List;
+import org.apache.commons.collections4.bag.HashBag;
+
+public final class Tally {
+    private Tally() {}
+
+    /** How many times `word` occurs in `words`. */
+    public static int count(List<String> words, String word) {
+        return new HashBag<>(words).getCount(word);
+    }
+
+    /** How many different words there are. */
+    public static int distinct(List<String> words) {
+        return new HashBag<>(words).uniqueSet().size();
+    }
+}
+""",
+    "src/test/java/calc/TallyTest.java": """package calc;
+
+import static org.junit.Assert.assertEquals;
+
+import java.util.List;
+import org.junit.Test;
+
+public class TallyTest {
+    @Test
+    public void countsAWord() {
+        assertEquals(2, Tally.count(List.of("a", "b", "a"), "a"));
+    }
+
+    @Test
+    public void countsDistinctWords() {
+        assertEquals(2, Tally.distinct(List.of("a", "b", "a")));
+    }
+}
+""",
+}
+
+
+def _tally(where: Path) -> Path:
+    for name, text in TALLY.items():
+        (where / name).parent.mkdir(parents=True, exist_ok=True)
+        (where / name).write_text(text)
+    return where
+
+
+JAVA = Case(
+    project=_tally,
+    bug=("src/main/java/calc/Tally.java", "getCount(word);", "getCount(word) + 1;"),
+    fix="sed -i 's/getCount(word) + 1;/getCount(word);/' src/main/java/calc/Tally.java",
+    drop="perl -0pi -e 's/\\n    \\@Test\\n    public void countsDistinctWords.*?\\n    \\}\\n//s' "
+    "src/test/java/calc/TallyTest.java",
+    dropped="countsDistinctWords",
+    setup="`mvn -B -q test-compile -Dmaven.main.skip=true -Dmaven.test.skip=true`",
+    why="inferred from pom.xml",
+    counted=r"Tests run: (\d+), Failures and errors: 0",
+    failed_before=r"Tests run: \d+, Failures and errors: (\d+)",
+    mirror=_maven_mirror,
+    not_run="Maven could not resolve a dependency",
+)
+CASES = [
+    pytest.param(GO, id="go-goproxy"),
+    pytest.param(RUST, id="rust-sparse-registry"),
+    pytest.param(JAVA, id="maven-mirror"),
+]
 
 
 @pytest.fixture(scope="module")
