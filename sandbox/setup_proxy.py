@@ -123,10 +123,10 @@ class SetupProxy:
 
     def env(self) -> dict[str, str]:
         """The proxy variables the setup commands get (both spellings: tools differ; Maven's settings.xml reads
-        the address from MINIFIX_SETUP_PROXY_HOST and _PORT)."""
+        the address from MINIFIX_SETUP_PROXY_HOST)."""
         url = f"http://{self.address}:{PROXY_PORT}"
         env = {key: url for key in ("http_proxy", "https_proxy", "HTTP_PROXY", "HTTPS_PROXY")}
-        return {**env, "MINIFIX_SETUP_PROXY_HOST": self.address, "MINIFIX_SETUP_PROXY_PORT": str(PROXY_PORT)}
+        return {**env, "MINIFIX_SETUP_PROXY_HOST": self.address}
 
     def pin(self, config: SandboxConfig, sandbox_id: str, labels: dict[str, str]) -> None:
         """Let the started sandbox send packets to the proxy's port only (iptables in its network namespace)."""

@@ -13,18 +13,22 @@ from __future__ import annotations
 import json
 from xml.sax.saxutils import escape
 
+from sandbox.setup_proxy import PROXY_PORT
+
 CARGO_CONFIG = ".cargo/config.toml"
 CARGO_SOURCE = "mini-fix-mirror"
 MAVEN_SETTINGS = ".m2/settings.xml"
 # Maven reads its proxy from settings.xml only; the setup phase's environment names the proxy (SetupProxy.env),
-# so this file holds no address and tells an offline `mvn -o` after setup nothing it would use.
-MAVEN_PROXIES = """  <proxies>
+# so this file holds no address (the port is the proxy's fixed one) and tells an offline `mvn -o` after setup
+# nothing it would use.
+MAVEN_PROXIES_TEMPLATE = """  <proxies>
     <proxy><id>mini-fix-setup-http</id><active>true</active><protocol>http</protocol>
-      <host>${env.MINIFIX_SETUP_PROXY_HOST}</host><port>${env.MINIFIX_SETUP_PROXY_PORT}</port></proxy>
+      <host>${env.MINIFIX_SETUP_PROXY_HOST}</host><port>{port}</port></proxy>
     <proxy><id>mini-fix-setup-https</id><active>true</active><protocol>https</protocol>
-      <host>${env.MINIFIX_SETUP_PROXY_HOST}</host><port>${env.MINIFIX_SETUP_PROXY_PORT}</port></proxy>
+      <host>${env.MINIFIX_SETUP_PROXY_HOST}</host><port>{port}</port></proxy>
   </proxies>
 """
+MAVEN_PROXIES = MAVEN_PROXIES_TEMPLATE.replace("{port}", str(PROXY_PORT))  # Maven parses the port before ${env.*}
 
 
 def mirror_files(cargo_mirror: str, maven_mirror: str = "") -> dict[str, str]:
