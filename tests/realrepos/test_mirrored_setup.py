@@ -10,6 +10,8 @@ toolchain is pointed at by MINIFIX_SETUP_ENV, as an operator with a company Arti
 - Rust: roxmltree 0.16.0, which needs xmlparser 0.13.5, both as Debian's librust-*-dev ship the published crates
   (the crates' .orig tarballs are not in the pool this machine reaches); a sparse registry whose index carries the
   sha256 of the .crate packed here (no Cargo.lock pins crates.io's). MINIFIX_SETUP_CARGO_MIRROR.
+- Java: a small Maven project needing commons-collections4 4.2 (not in the image's Debian repository; its jar and
+  pom from Debian's libcommons-collections4-java) and junit 4 (the image's). MINIFIX_SETUP_MAVEN_MIRROR.
 
 Each case: the setup is inferred and cached (the second run restores it), the runner's own count is above 0 after
 the fix, the attempt that deletes a test is never proposed, and with the mirror down the setup fails and the
