@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import ipaddress
 import os
 import warnings
 from functools import cached_property
@@ -19,6 +20,8 @@ DEFAULT_SETUP_HOSTS = (
     "index.crates.io", "static.crates.io", "proxy.golang.org", "sum.golang.org", "repo.maven.apache.org",
     "repo1.maven.org",
 )  # fmt: skip
+# Never a registry mirror: "this network", loopback, link-local (cloud metadata), multicast and reserved.
+NEVER_MIRRORS = ("0.0.0.0/8", "127.0.0.0/8", "169.254.0.0/16", "224.0.0.0/4", "240.0.0.0/4")
 PLACEHOLDER_SECRETS = {"", "changeme", "change-me", "changethis", "secret", "development", "xxx", "todo"}
 
 
@@ -175,6 +178,10 @@ class Settings(BaseSettings):
     """Let a repository's `setup_network: true` give its setup commands egress, through the filtering proxy only."""
     setup_allowed_hosts: Annotated[list[str], NoDecode] = list(DEFAULT_SETUP_HOSTS)
     """Comma-separated host names the setup proxy lets through (a leading dot allows subdomains)."""
+    setup_mirror_addresses: Annotated[list[str], NoDecode] = []
+    """Comma-separated IPv4 addresses or CIDR ranges of the operator's own registry mirrors (an Artifactory or
+    Nexus on a private network) the setup proxy may connect to although private addresses are refused; only for
+    names in MINIFIX_SETUP_ALLOWED_HOSTS, on ports 80 and 443, never loopback, link-local or the engine host."""
     setup_upstream_network: str = "bridge"
     """Engine network the setup proxy reaches those hosts through."""
     infer_setup: bool = True
@@ -183,6 +190,14 @@ class Settings(BaseSettings):
     setup_env: dict[str, SecretStr] = {}
     """A JSON object of variables the setup phase alone gets (a registry mirror such as `PIP_INDEX_URL` or
     `npm_config_registry`, its credentials): never the agent's actions, the checks, a trajectory or a log."""
+    setup_cargo_mirror: str = ""
+    """A sparse cargo registry that replaces crates.io (`sparse+https://nexus.example/repository/crates/`): written
+    as the sandbox's `~/.cargo/config.toml` when setup starts, kept for the offline test runs after it. The URL is
+    readable by the agent, so it may carry no credentials; its host goes in MINIFIX_SETUP_ALLOWED_HOSTS."""
+    setup_maven_mirror: str = ""
+    """A Maven repository that mirrors every remote one (`external:*`: Maven Central and a pom's own), e.g.
+    `https://nexus.example/repository/maven-public/`: written into the sandbox's `~/.m2/settings.xml` when setup
+    starts. Readable by the agent, so no credentials; its host goes in MINIFIX_SETUP_ALLOWED_HOSTS."""
     setup_ca_file: Path | None = None
     """A PEM bundle the setup phase's tools trust instead of the image's (an internal registry's CA, or a
     TLS-inspecting proxy's, with the public ones): copied into the sandbox for setup and named by the tools'
@@ -231,7 +246,7 @@ class Settings(BaseSettings):
 
     @field_validator(
         "allow_owners", "deny_owners", "allow_repos", "deny_repos", "setup_allowed_hosts", "allowed_images",
-        "allowed_models", "devcontainer_images", mode="before",
+        "setup_mirror_addresses", "allowed_models", "devcontainer_images", mode="before",
     )  # fmt: skip
     @classmethod
     def _split_commas(cls, value: object) -> object:
@@ -255,6 +270,42 @@ class Settings(BaseSettings):
                 raise ValueError(f"{part!r}: write owner=weight with a weight above 0, e.g. acme=2")
             weights[owner.strip().lower()] = share
         return weights
+
+    @field_validator("setup_mirror_addresses")
+    @classmethod
+    def _mirror_ranges(cls, value: list[str]) -> list[str]:
+        ranges = []
+        for entry in value:
+            try:
+                network = ipaddress.IPv4Network(entry)
+            except ValueError as exc:
+                raise ValueError(f"MINIFIX_SETUP_MIRROR_ADDRESSES: {entry!r} is not an IPv4 address") from exc
+            if any(network.overlaps(ipaddress.IPv4Network(never)) for never in NEVER_MIRRORS):
+                raise ValueError(f"MINIFIX_SETUP_MIRROR_ADDRESSES: {entry} is loopback, link-local or unroutable")
+            ranges.append(str(network))
+        return ranges
+
+    @field_validator("setup_cargo_mirror")
+    @classmethod
+    def _cargo_mirror(cls, value: str) -> str:
+        if not value:
+            return value
+        parts = urlsplit(value.removeprefix("sparse+"))
+        if not value.startswith(("sparse+http://", "sparse+https://")) or not parts.hostname:
+            raise ValueError("MINIFIX_SETUP_CARGO_MIRROR must be a sparse registry URL: sparse+https://host/path/")
+        if parts.username or parts.password or any(ch in value for ch in '"\\\n'):
+            raise ValueError("MINIFIX_SETUP_CARGO_MIRROR may carry no credentials (the agent can read it)")
+        return value if value.endswith("/") else value + "/"
+
+    @field_validator("setup_maven_mirror")
+    @classmethod
+    def _maven_mirror(cls, value: str) -> str:
+        parts = urlsplit(value)
+        if value and (parts.scheme not in ("http", "https") or not parts.hostname):
+            raise ValueError("MINIFIX_SETUP_MAVEN_MIRROR must be an http(s) URL of a Maven repository")
+        if parts.username or parts.password:
+            raise ValueError("MINIFIX_SETUP_MAVEN_MIRROR may carry no credentials (the agent can read it)")
+        return value
 
     @field_validator("model_profiles")
     @classmethod

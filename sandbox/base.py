@@ -54,6 +54,9 @@ class SandboxConfig(BaseModel):
     """A setup phase with egress through the filtering proxy only (`setup_hosts`); off unless the operator allows it."""
     setup_hosts: list[str] = []
     """Host names the setup proxy lets through (a leading dot allows subdomains); all else is refused."""
+    setup_mirror_addresses: list[str] = []
+    """IPv4 addresses or ranges of the operator's own registry mirrors that the proxy may reach although they are
+    private (an Artifactory or Nexus on the company network), for names in `setup_hosts` only."""
     setup_upstream_network: str = "bridge"
     """Engine network the setup proxy reaches the allowed hosts through."""
     setup_proxy_image: str = "mini-fix-proxy:latest"
@@ -61,6 +64,9 @@ class SandboxConfig(BaseModel):
     setup_env: dict[str, SecretStr] = {}
     """Variables of the setup phase only, on top of `env` (a registry mirror, its credentials, the toolchains told
     to go online): gone with the network, never in an agent's action or a check."""
+    setup_files: dict[str, str] = {}
+    """HOME-relative path -> text written when a sandbox starts with the setup network (a registry mirror's tool
+    configuration, such as `.cargo/config.toml`): kept with setup's result, so readable by the agent afterwards."""
     setup_ca_file: str | None = None
     """A PEM file on the worker the setup phase's tools trust (an internal registry's CA, a TLS-inspecting
     proxy's): copied to SETUP_CA_PATH when the sandbox starts with a network, named by the tools' CA variables."""

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import io
+import shlex
 import tempfile
 import threading
 import time
 from collections.abc import Callable
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from types import TracebackType
 from typing import IO, Any
 
@@ -126,6 +127,7 @@ class DockerSandbox:
         if self._proxy is not None:
             self._proxy.pin(self.config, self.container_id, {LABEL: "1"})
             self._copy_setup_ca()
+            self._write_setup_files()
         try:
             with translated(self.config.image):
                 self._runner = RunnerChannel.open(
@@ -141,6 +143,18 @@ class DockerSandbox:
         data = io.BytesIO(ca_bytes(self.config.setup_ca_file))
         stream_in(self.client, self.container_id, f"cat > {SETUP_CA_PATH}", self.config, data, timeout=CA_TIMEOUT)
         self._setup_ca = True
+
+    def _write_setup_files(self) -> None:
+        """The operator's mirror configuration files (`setup_files`), under the action user's HOME."""
+        for rel, text in self.config.setup_files.items():
+            path = PurePosixPath(rel)
+            if path.is_absolute() or ".." in path.parts or not path.parts:
+                raise SandboxError(f"a setup file must be a path under HOME: {rel!r}")
+            place = f'"$HOME"/{shlex.quote(str(path))}'
+            command = f'mkdir -p "$HOME"/{shlex.quote(str(path.parent))} && cat > {place}'
+            stream_in(
+                self.client, self.container_id, command, self.config, io.BytesIO(text.encode()), timeout=CA_TIMEOUT
+            )
 
     def execute(self, command: str, *, timeout: float | None = None, cwd: str | None = None) -> ExecResult:
         """Run `command` in a fresh `bash -c`; a timeout kills it inside the sandbox and is reported."""

@@ -14,6 +14,7 @@ neighbour is reachable), and a name with no IPv4 address (`ip6-localhost`) is re
 
 from __future__ import annotations
 
+import ipaddress
 import time
 import uuid
 from typing import Any
@@ -53,7 +54,7 @@ http_access deny !safe_ports
 http_access deny CONNECT !safe_ports
 http_access deny to_localhost
 http_access deny !ipv4_destination
-http_access deny denied_addresses
+{mirrors}http_access deny denied_addresses
 http_access allow allowed_hosts
 http_access deny all
 """
@@ -68,12 +69,32 @@ NO_IPV6 = {f"net.ipv6.conf.{i}.disable_ipv6": "1" for i in ("all", "default", "l
 START = 'printf "%s" "$SQUID_CONF" > /tmp/squid.conf && exec squid -N -f /tmp/squid.conf'
 
 
-def squid_conf(hosts: list[str], denied: list[str]) -> str:
-    """Squid's configuration: the allowed names, then every denied address range."""
+def squid_conf(hosts: list[str], denied: list[str], mirrors: list[str] | None = None) -> str:
+    """Squid's configuration: the allowed names, then every denied address range; an allowed name whose address
+    is one of the operator's `mirrors` (private addresses of its own registry mirrors) is let through before the
+    private ranges are refused (loopback and non-IPv4 destinations never)."""
     for host in hosts:
         if not host or any(ch.isspace() or ch in "\"'#\\" for ch in host):
             raise SandboxError(f"not a host name for the setup proxy: {host!r}")
-    return SQUID_CONF.format(port=PROXY_PORT, hosts=" ".join(hosts) or "none.invalid", denied=" ".join(denied))
+    allow = ""
+    if mirrors:
+        ranges = [str(ipaddress.IPv4Network(m)) for m in mirrors]  # raises on anything but an IPv4 range
+        allow = f"acl mirror_addresses dst {' '.join(ranges)}\nhttp_access allow allowed_hosts mirror_addresses\n"
+    hosts_text = " ".join(hosts) or "none.invalid"
+    return SQUID_CONF.format(port=PROXY_PORT, hosts=hosts_text, denied=" ".join(denied), mirrors=allow)
+
+
+def mirror_ranges(mirrors: list[str], gateways: list[str]) -> list[str]:
+    """The operator's mirror ranges, refused (SandboxError) where one holds the host's own address on the
+    upstream network: the host stays out of the proxy's reach whatever the setting says."""
+    for mirror in mirrors:
+        network = ipaddress.IPv4Network(mirror)
+        if any(ipaddress.IPv4Address(g) in network for g in gateways if ":" not in g):
+            raise SandboxError(
+                f"MINIFIX_SETUP_MIRROR_ADDRESSES {mirror} holds the host's address on the upstream network "
+                f"({', '.join(gateways)}): give the mirror's own address"
+            )
+    return mirrors
 
 
 class SetupProxy:
@@ -101,9 +122,11 @@ class SetupProxy:
         return proxy
 
     def env(self) -> dict[str, str]:
-        """The proxy variables the setup commands get (both spellings: tools differ)."""
+        """The proxy variables the setup commands get (both spellings: tools differ; Maven's settings.xml reads
+        the address from MINIFIX_SETUP_PROXY_HOST)."""
         url = f"http://{self.address}:{PROXY_PORT}"
-        return {key: url for key in ("http_proxy", "https_proxy", "HTTP_PROXY", "HTTPS_PROXY")}
+        env = {key: url for key in ("http_proxy", "https_proxy", "HTTP_PROXY", "HTTPS_PROXY")}
+        return {**env, "MINIFIX_SETUP_PROXY_HOST": self.address}
 
     def pin(self, config: SandboxConfig, sandbox_id: str, labels: dict[str, str]) -> None:
         """Let the started sandbox send packets to the proxy's port only (iptables in its network namespace)."""
@@ -141,11 +164,13 @@ class SetupProxy:
 
     def _run(self, config: SandboxConfig, labels: dict[str, str]) -> None:
         api = self.client.api
-        denied = [*DENIED_NETWORKS, *self._gateways(config.setup_upstream_network)]
+        gateways = self._gateways(config.setup_upstream_network)
+        denied = [*DENIED_NETWORKS, *gateways]
+        mirrors = mirror_ranges(config.setup_mirror_addresses, gateways)
         created = api.create_container(
             config.setup_proxy_image,
             entrypoint=["sh", "-c", START],
-            environment={"SQUID_CONF": squid_conf(config.setup_hosts, denied)},
+            environment={"SQUID_CONF": squid_conf(config.setup_hosts, denied, mirrors)},
             user="proxy",
             name=f"{self.network}-proxy",
             labels={**labels, LABEL: "1"},

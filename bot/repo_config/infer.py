@@ -133,11 +133,15 @@ def _rust(checkout: Path) -> TestPlan | None:
     return TestPlan("rust", command, "inferred from Cargo.toml", one, runners.CARGO)
 
 
+# Quiet Maven, but Surefire's own counts kept (-q hides them when the tests pass): the verdict reads them.
+MAVEN_TEST = "mvn -o -q test -Dorg.slf4j.simpleLogger.log.org.apache.maven.plugin.surefire=info"
+
+
 def _maven(checkout: Path) -> TestPlan | None:
     if not _exists(checkout, "pom.xml"):
         return None
     one = "`mvn -o -q test` with `-Dtest=` followed by the test class's name"
-    return TestPlan("java", "mvn -o -q test", "inferred from pom.xml", one, runners.MAVEN)
+    return TestPlan("java", MAVEN_TEST, "inferred from pom.xml", one, runners.MAVEN)
 
 
 def _gradle(checkout: Path) -> TestPlan | None:

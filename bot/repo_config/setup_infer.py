@@ -1,10 +1,11 @@
 """The repository's setup when neither `.github/mini-fix.yml` nor its devcontainer gives one, read from its build
-files per ecosystem: Python (`setup_python.py`), JavaScript from the lockfile, Go, Rust; else a
+files per ecosystem: Python (`setup_python.py`), JavaScript from the lockfile, Go, Rust, Maven; else a
 `script/bootstrap` (or `script/setup`) of the repository's own.
 
-Maven is not inferred: Maven ignores the proxy variables (it reads proxies from its settings.xml only), so a
-`dependency:go-offline` would fail after minutes on every Java job, while the image's Maven already runs an
-ordinary pom's tests offline from Debian's repository; a repository that needs more sets `setup:`.
+Maven resolves what the test run needs (`test-compile` with compiling skipped: the dependencies of test scope
+and the lifecycle's plugins) into the local repository in HOME, which the setup cache keeps. Maven ignores the
+proxy variables, so the `~/.m2/settings.xml` the setup phase starts with (setup_mirrors.py) names the proxy, and
+the operator's mirror where one is set.
 
 The checkout is untrusted: only regular top-level files are read (never through a link), capped, as data. The
 commands run in the setup phase, which already runs the repository's code (a `setup.py`, an npm `postinstall`)
@@ -31,6 +32,8 @@ NPM_FLAGS = "--no-audit --no-fund"
 # The sandbox image keeps each toolchain offline (GOPROXY=off, CARGO_NET_OFFLINE, npm's offline mode): the setup
 # phase alone, which has the proxy, tells them to go online; the operator's MINIFIX_SETUP_ENV goes over these.
 ONLINE_ENV = {"GOPROXY": "https://proxy.golang.org", "CARGO_NET_OFFLINE": "false", "npm_config_offline": "false"}
+# Every dependency and plugin `mvn test` needs, without compiling (a branch that does not compile still sets up).
+MAVEN_RESOLVE = "mvn -B -q test-compile -Dmaven.main.skip=true -Dmaven.test.skip=true"
 BOOTSTRAP_SCRIPTS = ("script/bootstrap", "script/setup")
 
 
@@ -54,7 +57,7 @@ def infer(checkout: Path) -> SetupPlan:
     """The setup the checkout's build files call for (no commands: nothing to install)."""
     commands: list[str] = []
     sources: list[str] = []
-    for detect in (_python, _javascript, _go, _rust):
+    for detect in (_python, _javascript, _go, _rust, _maven):
         if found := detect(checkout):
             commands += found[0]
             sources += found[1]
@@ -120,6 +123,14 @@ def _rust(checkout: Path) -> Found:
     if text is None or "dependencies" not in text or _directory(checkout, "vendor"):
         return None
     return ["cargo fetch"], ["Cargo.toml"]
+
+
+def _maven(checkout: Path) -> Found:
+    """Maven's resolution of a pom that declares dependencies (the image's Debian repository stays first)."""
+    text = read_small(checkout, "pom.xml")
+    if text is None or "<dependency>" not in text:
+        return None
+    return [MAVEN_RESOLVE], ["pom.xml"]
 
 
 def _bootstrap(checkout: Path) -> str | None:

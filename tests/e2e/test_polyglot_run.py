@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from bot.repo_config.infer import MAVEN_TEST
 from tests.support.model_server import ScriptedModelServer, bash_reply
 
 pytestmark = [pytest.mark.docker, pytest.mark.e2e]
@@ -129,7 +130,7 @@ JAVA = Fixture(
     test_file="src/test/java/calc/CalcTest.java",
     dropped_test="muls",
     delete="/void muls/d",
-    command="mvn -o -q test",
+    command=MAVEN_TEST,
     why="inferred from pom.xml",
 )
 PYTHON = Fixture(

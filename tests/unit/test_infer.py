@@ -9,7 +9,7 @@ import pytest
 
 from bot.pipeline.judge.reproduce import template as reproduce_template
 from bot.repo_config import runners
-from bot.repo_config.infer import MAX_FILE_BYTES, TEST_PATHS, infer, resolve
+from bot.repo_config.infer import MAVEN_TEST, MAX_FILE_BYTES, TEST_PATHS, infer, resolve
 from bot.repo_config.schema import RepoConfig
 
 
@@ -32,7 +32,7 @@ def package(test: str) -> str:
         ({"package.json": package("jest"), "pnpm-lock.yaml": ""}, "pnpm test", "pnpm-lock.yaml"),
         ({"go.mod": "module x\n"}, "go test ./...", "go.mod"),
         ({"Cargo.toml": "[package]\n"}, "cargo test --offline", "Cargo.toml"),
-        ({"pom.xml": "<project/>"}, "mvn -o -q test", "pom.xml"),
+        ({"pom.xml": "<project/>"}, MAVEN_TEST, "pom.xml"),
         ({"build.gradle.kts": ""}, "gradle test --offline", "build.gradle.kts"),
         ({"pyproject.toml": "[tool.pytest.ini_options]\n"}, "python3 -m pytest -q", "pyproject.toml"),
         ({"tox.ini": "[pytest]\n"}, "python3 -m pytest -q", "tox.ini"),

@@ -118,6 +118,37 @@ def test_an_inferred_setup_gets_the_proxys_network_and_the_operators_setup_varia
     assert with_setup(own, checkout, values)[0] is own and not own.sandbox.network
 
 
+def test_an_operators_mirrors_reach_the_sandbox_config(tmp_path: Path) -> None:
+    """A GOPROXY in MINIFIX_SETUP_ENV goes over the default; a cargo mirror becomes `~/.cargo/config.toml`
+    (crates.io replaced) for the setup phase; mirror addresses are the proxy's to allow."""
+    values = settings(
+        tmp_path, setup_env={"GOPROXY": "http://10.1.2.3/go"}, setup_cargo_mirror="sparse+http://10.1.2.3/cargo",
+        setup_mirror_addresses="10.1.2.3", setup_maven_mirror="http://10.1.2.3/maven?a=1&b=2",
+    )  # fmt: skip
+    sandbox = resolve(values, FILE, RepoConfig()).sandbox
+    assert sandbox.setup_env["GOPROXY"].get_secret_value() == "http://10.1.2.3/go"
+    assert sandbox.setup_mirror_addresses == ["10.1.2.3/32"]
+    config = sandbox.setup_files[".cargo/config.toml"]
+    assert 'replace-with = "mini-fix-mirror"' in config and 'registry = "sparse+http://10.1.2.3/cargo/"' in config
+    maven = sandbox.setup_files[".m2/settings.xml"]
+    assert "<mirrorOf>external:*</mirrorOf><url>http://10.1.2.3/maven?a=1&amp;b=2</url>" in maven
+    plain = resolve(settings(tmp_path), FILE, RepoConfig()).sandbox.setup_files
+    assert list(plain) == [".m2/settings.xml"] and "<mirror>" not in plain[".m2/settings.xml"]
+    assert "<host>${env.MINIFIX_SETUP_PROXY_HOST}</host>" in plain[".m2/settings.xml"]  # Maven's way to the proxy
+
+
+@pytest.mark.parametrize("bad", ["https://nexus/crates/", "sparse+https://u:tok@nexus/crates/", 'sparse+http://a/"b'])
+def test_a_cargo_mirror_is_a_sparse_url_without_credentials(tmp_path: Path, bad: str) -> None:
+    with pytest.raises(ValueError, match="MINIFIX_SETUP_CARGO_MIRROR"):
+        settings(tmp_path, setup_cargo_mirror=bad)
+
+
+@pytest.mark.parametrize("bad", ["file:///srv/m2", "https://u:tok@nexus/maven/", "nexus/maven"])
+def test_a_maven_mirror_is_an_http_url_without_credentials(tmp_path: Path, bad: str) -> None:
+    with pytest.raises(ValueError, match="MINIFIX_SETUP_MAVEN_MIRROR"):
+        settings(tmp_path, setup_maven_mirror=bad)
+
+
 def test_the_agent_config_is_c_as_given_else_the_models_profile_else_the_file(tmp_path: Path) -> None:
     deployment = settings(tmp_path, model=TEXT_MODEL, model_profiles="hosted_vllm/devstral*=toolcall")
     given = load_specs([str(DEFAULT_CONFIG_PATH)])

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from bot.repo_config.schema import RepoConfig
-from bot.repo_config.setup_infer import SetupPlan, infer, resolve
+from bot.repo_config.setup_infer import MAVEN_RESOLVE, SetupPlan, infer, resolve
 from bot.repo_config.setup_python import MAKE_VENV, PIP
 
 PROJECT = '[project]\nname = "pkg"\nversion = "1"\ndependencies = ["attrs"]\n'
@@ -109,6 +109,13 @@ def test_go_and_rust_fetch_their_dependencies_unless_vendored_and_maven_reads_th
     assert plan.commands == ["go mod download", "cargo fetch"] and plan.why == "inferred from go.mod, Cargo.toml"
     (tmp_path / "vendor").mkdir()
     assert infer(tmp_path).commands == []
+
+
+def test_maven_resolves_a_poms_dependencies_without_compiling(tmp_path: Path) -> None:
+    pom = "<project><dependencies><dependency><artifactId>x</artifactId></dependency></dependencies></project>"
+    plan = infer(tree(tmp_path, {"pom.xml": pom}))
+    assert plan.commands == [MAVEN_RESOLVE] and plan.why == "inferred from pom.xml"
+    assert "test-compile" in MAVEN_RESOLVE and "-Dmaven.main.skip=true" in MAVEN_RESOLVE
 
 
 def test_a_bootstrap_script_runs_only_when_no_ecosystem_gives_a_setup(tmp_path: Path) -> None:

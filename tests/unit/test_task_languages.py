@@ -9,7 +9,7 @@ import pytest
 from bot.agent import profiles
 from bot.agent.actions import render
 from bot.agent.config import load_config
-from bot.repo_config.infer import infer
+from bot.repo_config.infer import MAVEN_TEST, infer
 
 SANDBOX = {"timeout": 120, "system": "Linux", "release": "6", "version": "#1", "machine": "x86_64"}
 
@@ -24,7 +24,7 @@ def first_message(**testing: str) -> str:
         ({"go.mod": "module x\n"}, "go test ./...", "`-run`"),
         ({"Cargo.toml": ""}, "cargo test --offline", "test function's name"),
         ({"package.json": '{"scripts": {"test": "node --test"}}'}, "npm test", "`node --test`"),
-        ({"pom.xml": ""}, "mvn -o -q test", "`-Dtest=`"),
+        ({"pom.xml": ""}, MAVEN_TEST, "`-Dtest=`"),
     ],
 )
 def test_another_language_gets_its_command_and_never_unittest(

@@ -53,6 +53,8 @@ def sample(name: str) -> tuple[str, int]:
         ("go_no_test_files", NO_TESTS, "1 without tests"),
         ("go_build_failed", FAILED, "[build failed]"),
         ("go_missing_dependency", NOT_RUN, "`github.com/google/go-cmp/cmp` is not downloaded"),
+        # go.mod's requirement never downloaded (setup failed or did not run): the image's GOPROXY=off says so
+        ("go_module_not_downloaded", NOT_RUN, "the Go module `github.com/russross/blackfriday/v2@v2.1.0` is not"),
         # cargo test
         ("cargo_passed", PASSED, "3 passed; 0 failed"),
         ("cargo_one", PASSED, "1 passed; 0 failed"),

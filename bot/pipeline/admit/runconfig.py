@@ -20,6 +20,7 @@ from bot.repo_config import devcontainer as devcontainers
 from bot.repo_config import setup_infer
 from bot.repo_config.schema import RepoConfig
 from bot.repo_config.setup_infer import ONLINE_ENV
+from bot.repo_config.setup_mirrors import mirror_files
 from bot.settings import Settings
 from sandbox.base import SandboxConfig
 
@@ -145,6 +146,8 @@ def _sandbox(
         network=networked,
         setup_hosts=settings.setup_allowed_hosts,
         setup_upstream_network=settings.setup_upstream_network,
+        setup_mirror_addresses=settings.setup_mirror_addresses,
+        setup_files=mirror_files(settings.setup_cargo_mirror, settings.setup_maven_mirror),
         setup_env={**{key: SecretStr(value) for key, value in ONLINE_ENV.items()}, **settings.setup_env},
         setup_ca_file=str(settings.setup_ca_file) if settings.setup_ca_file else None,
         runtime=settings.sandbox_runtime,

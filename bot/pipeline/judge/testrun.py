@@ -435,6 +435,10 @@ _MISSING = [
     _signal(r"toolchain not available", "the project's Go toolchain is not available in the sandbox"),
     _signal(r"^go: updates to go\.mod needed", "go.mod needs updates (`go mod tidy`) that need the network"),
     _signal(r"dial tcp: lookup (\S{1,120})", "a Go dependency had to be downloaded from {0}; there is no network"),
+    _signal(
+        r"(\S{1,200}@v[\w.+-]{1,80}): module lookup disabled by GOPROXY=off",
+        "the Go module `{0}` is not downloaded (the setup did not fetch it; the tests run without a network)",
+    ),
     _signal(r"cannot find package \"(\S{1,200})\" in any of", "the Go package `{0}` is not downloaded"),
     # Rust
     _signal(r"^error: failed to get `([\w.-]{1,80})` as a dependency", "the Rust dependency `{0}` is not available"),
