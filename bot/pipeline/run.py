@@ -196,6 +196,8 @@ def _work(state: RunState, deps: PipelineDeps, resolved: RunConfig) -> None:
         if earlier := _builds_on(checkout, token, start):
             task = f"{task}\n\n{earlier}"
         secrets = [*token.minted, *deps.settings.secrets]
+        if state.job.kind == JobKind.CI and deps.run_started is not None:
+            deps.run_started(state.job)  # from here on it counts toward `ci_followups` (followup.ci_done), once
         runs = started.run(task, checkout, tmp, secrets)
         _check_cancel(cancel)
         checks = Checks(checkout, deps.sandbox, sandbox_config, state.config, run_id, tmp, cancel, deps.sandbox_slots)

@@ -421,3 +421,13 @@ def test_rows_written_by_the_previous_version_load_as_typed_details(ledger: Any,
     ledger.submit(request(issue=40, delivery="d-full", details=JobDetails(queue_full=True)))
     ledger.submit(request(issue=41, delivery="d-plain", details=JobDetails(queue_full=False)))
     assert ledger.count_jobs(77, JobStatus.QUEUED) == 6
+
+
+def test_a_runs_start_is_marked_on_the_row_it_holds_keeping_its_details(ledger: Any) -> None:
+    job = ledger.submit(request(details=JobDetails(pull_request=9, head_sha="abc"))).job
+    assert not ledger.mark_ran(job.id, "w1")  # not claimed: nothing marked
+    assert ledger.claim(job.id, "w1", 60) is not None
+    assert not ledger.mark_ran(job.id, "w2")  # another worker's hold
+    assert ledger.mark_ran(job.id, "w1") and ledger.mark_ran(job.id, "w1")  # idempotent
+    details = ledger.get(job.id).details
+    assert details.ran and details.pull_request == 9 and details.head_sha == "abc"
