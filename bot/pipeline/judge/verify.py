@@ -12,7 +12,8 @@ left by another run can change the verdict); one for its whole change (its repro
 when other attempts have valid reproductions, one more with those test files laid over its change (a second one
 only where two of them name the same path). Each is made as an attempt's was: the base commit copied in, the
 repository's setup run on it (with the attempts' network, cut when setup ends), then the tree laid over it, so
-setup never runs agent-written code.
+setup never runs agent-written code; with no setup the tree (a clone of the base commit, the change applied) is
+copied in at once. A sandbox whose verdict is in is removed while the job goes on (`capacity.Removals`).
 
 The candidates are checked at once, each in its own thread (its own checks one after another, then, once every
 candidate's reproduction is known, the cross-checks at once again). Every sandbox takes one of the worker's slots
@@ -256,8 +257,10 @@ class _Bench:
         finish. The slot goes back once the sandbox is gone (removed in the background with `removals`)."""
         if not self.slots.take(self.cancel):
             return STOPPED
+        # With no setup to run on the base commit first, the tree (a clone, .git and all) is copied in at once.
+        base = self.checkout if self.repo.setup else tree
         try:
-            ready = prepare(self.factory, self.config, f"{self.run_id}-verify-{what}", self.checkout, self.repo)
+            ready = prepare(self.factory, self.config, f"{self.run_id}-verify-{what}", base, self.repo)
         except BaseException as exc:
             self.slots.give()
             if isinstance(exc, (SetupFailed, SandboxError, RunFailed)):
@@ -265,7 +268,8 @@ class _Bench:
             raise
         try:
             with closed_on_cancel(ready.sandbox, self.cancel):
-                _lay_over(ready.sandbox, self.checkout, tree)
+                if base != tree:
+                    _lay_over(ready.sandbox, self.checkout, tree)
                 body(ready.sandbox)
         except (SetupFailed, SandboxError, RunFailed) as exc:
             return self._failed(exc)
