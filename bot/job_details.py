@@ -47,6 +47,7 @@ class JobDetails:
     followup_task: str = ""  # worker only: a follow-up's new information (CI failures, the review), for its task
     followup_addressed: tuple[AddressedComment, ...] = ()  # worker only: the review comments it was given
     followup_asks: tuple[AddressedAsk, ...] = ()  # worker only: every ask the run carries, its own first
+    ran: bool = False  # worker only: its run started (the agent was handed the task); set in the ledger at that moment
 
     def to_json(self) -> str:
         """The ledger column's text: the fields that differ from their defaults."""
@@ -77,6 +78,7 @@ class JobDetails:
             followup_task=_text(data.get("followup_task")),
             followup_addressed=_addressed(data.get("followup_addressed")),
             followup_asks=_asks(data.get("followup_asks")),
+            ran=data.get("ran") is True,
         )
 
 

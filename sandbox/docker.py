@@ -67,12 +67,15 @@ class DockerSandbox:
         self.container_id = container_id
         self.config = config
         self._runner: RunnerChannel | None = None
+        self._opening: threading.Thread | None = None  # the runner starting (`_boot`); `_await_runner` joins it
+        self._runner_failed: SandboxError | None = None  # the engine refused the runner's exec: said at first use
         self._exec_lock = threading.Lock()  # one action at a time on the runner's stream
         self._state_lock = threading.Lock()  # close() must not wait for a running action: it ends it
         self._closed = False
         self._owns_client = False
         self._expired = False
         self._base_commit = ""
+        self._base_pending = False  # a copy-in's commit not read yet: read before the next command runs in here
         self._uname: dict[str, str] = {}
         self._uid, self._gid = action_ids(config.user)
         self._volume = ""
@@ -128,6 +131,11 @@ class DockerSandbox:
             self._proxy.pin(self.config, self.container_id, {LABEL: "1"})
             self._copy_setup_ca()
             self._write_setup_files()
+        # The runner starts while the caller goes on (a copy-in's archive is sent meanwhile); what needs it waits.
+        self._opening = threading.Thread(target=self._open_runner, name="sandbox-runner-open", daemon=True)
+        self._opening.start()
+
+    def _open_runner(self) -> None:
         try:
             with translated(self.config.image):
                 self._runner = RunnerChannel.open(
@@ -135,6 +143,15 @@ class DockerSandbox:
                 )
         except RunnerUnavailable as exc:
             log.info("sandbox.runner_unavailable", image=self.config.image, error=str(exc))
+        except SandboxError as exc:
+            self._runner_failed = exc
+
+    def _await_runner(self) -> None:
+        """Wait for the runner `_boot` started; a runner the engine refused fails what needed it, as `start` did."""
+        if self._opening is not None:
+            self._opening.join()
+        if self._runner_failed is not None:
+            raise self._runner_failed
 
     def _copy_setup_ca(self) -> None:
         """The operator's CA file, for the setup phase's tools (`setup_ca_file`)."""
@@ -175,6 +192,7 @@ class DockerSandbox:
         self.end_processes()
         with self._exec_lock:
             self._check_open()
+            self._read_base()
             reply = self._engine_exec(command, timeout, self.config.cwd, CHECK_OUTPUT_LIMIT, self._env)
         self.end_processes()
         return as_result(reply, command, timeout)
@@ -186,6 +204,7 @@ class DockerSandbox:
             self._kill_unlocked()
 
     def _kill_unlocked(self) -> None:
+        self._await_runner()
         if self._runner is None:
             kill_by_engine(self.client, self.container_id, self.config)
         else:
@@ -211,20 +230,32 @@ class DockerSandbox:
     def _run(self, command: str, timeout: float, cwd: str, limit: int) -> dict[str, Any]:
         with self._exec_lock:
             self._check_open()
-            try:
-                env = self._env
-                if self._proxy is not None:  # the setup phase
-                    env = {**env, **setup_env(self.config, self._proxy.env(), self._setup_ca)}
-                if self._runner is None:
-                    return self._engine_exec(command, timeout, cwd, limit, env)
-                request = {"command": command, "cwd": cwd, "env": env, "timeout": timeout}
-                return self._runner.run(request, timeout + REPLY_GRACE, limit)
-            except SandboxError as exc:
-                if self._expired:
-                    raise SandboxError(
-                        f"the sandbox reached its wall-time limit of {self.config.wall_time_seconds}s"
-                    ) from exc
-                raise
+            self._read_base()
+            return self._run_unlocked(command, timeout, cwd, limit)
+
+    def _read_base(self) -> None:
+        """The commit the last copy-in brought (`diff`'s base), read once before anything else runs in here, so no
+        command has moved HEAD yet; a copy-in itself then waits for nothing (the runner may still be starting)."""
+        if self._base_pending:
+            self._base_pending = False
+            head = self._run_unlocked("git rev-parse --verify -q HEAD", 60, self.config.cwd, 1024)
+            self._base_commit = head["output"].decode("ascii", "replace").strip() if head["returncode"] == 0 else ""
+
+    def _run_unlocked(self, command: str, timeout: float, cwd: str, limit: int) -> dict[str, Any]:
+        self._await_runner()
+        try:
+            env = self._env
+            if self._proxy is not None:  # the setup phase
+                env = {**env, **setup_env(self.config, self._proxy.env(), self._setup_ca)}
+            if self._runner is None:
+                return self._engine_exec(command, timeout, cwd, limit, env)
+            request = {"command": command, "cwd": cwd, "env": env, "timeout": timeout}
+            return self._runner.run(request, timeout + REPLY_GRACE, limit)
+        except SandboxError as exc:
+            if self._expired:
+                limit_s = self.config.wall_time_seconds
+                raise SandboxError(f"the sandbox reached its wall-time limit of {limit_s}s") from exc
+            raise
 
     def copy_in(self, src: Path, dest: str | None = None) -> None:
         """Copy a host directory's contents (with .git) into the sandbox, owned by the action user; size-capped."""
@@ -237,8 +268,8 @@ class DockerSandbox:
                 if not self.client.api.put_archive(self.container_id, target, archive):
                     raise SandboxError(f"could not copy {src} into the sandbox at {target}")
         if target == self.config.cwd:
-            head = self._run("git rev-parse --verify -q HEAD", 60, target, 1024)
-            self._base_commit = head["output"].decode("ascii", "replace").strip() if head["returncode"] == 0 else ""
+            with self._exec_lock:
+                self._base_pending = True
 
     def export_tree(self, dest: Path, *, max_bytes: int) -> None:
         """Extract the working directory into the new directory `dest` through the engine's archive API.
@@ -263,6 +294,7 @@ class DockerSandbox:
         written. StreamTooLarge past `max_bytes`, SandboxError when it fails."""
         with self._exec_lock:
             self._check_open()
+            self._read_base()
             return stream_out(self.client, self.container_id, command, self.config, out, max_bytes=max_bytes,
                               timeout=timeout)  # fmt: skip
 
@@ -270,6 +302,7 @@ class DockerSandbox:
         """Feed `src` to `command`'s stdin (as the action user, in its own exec); SandboxError when it fails."""
         with self._exec_lock:
             self._check_open()
+            self._read_base()
             stream_in(self.client, self.container_id, command, self.config, src, timeout=timeout)
 
     def diff(self) -> str:
@@ -278,8 +311,11 @@ class DockerSandbox:
         Bytes that are not UTF-8 come back as surrogate escapes: write the text with errors="surrogateescape".
         """
         flags = "--binary --no-color --no-ext-diff --no-textconv"
-        command = f"git add -A && git diff --cached {flags} {self._base_commit}"
-        reply = self._run(command, max(self.config.timeout, DIFF_TIMEOUT), self.config.cwd, DIFF_LIMIT)
+        with self._exec_lock:
+            self._check_open()
+            self._read_base()
+            command = f"git add -A && git diff --cached {flags} {self._base_commit}"
+            reply = self._run_unlocked(command, max(self.config.timeout, DIFF_TIMEOUT), self.config.cwd, DIFF_LIMIT)
         if reply["timed_out"] or reply["error"] or reply["returncode"] != 0:
             detail = reply["error"] or reply["output"][-2000:].decode("utf-8", "replace")
             raise SandboxError(f"could not take the diff from the sandbox: {detail}")
@@ -320,6 +356,9 @@ class DockerSandbox:
                 return
             self._closed = True
         self._timer.cancel()
+        if self._opening is not None and self._opening.is_alive():
+            force_remove(self.client, self.container_id)  # ends the runner's exec: its start returns at once
+            self._opening.join(REAP_TIMEOUT)
         if self._runner is not None:
             self._runner.close()
         force_remove(self.client, self.container_id)

@@ -149,6 +149,10 @@ class Ledger(Protocol):
         """Extend the lease; False when the job was stopped and its run must end."""
         ...
 
+    def mark_ran(self, job_id: str, worker_id: str) -> bool:
+        """Record that the job's run started (`JobDetails.ran`); False if not held by worker_id."""
+        ...
+
     def finish(
         self,
         job_id: str,

@@ -57,6 +57,11 @@ class Dialect:
     lock: str  # row lock for a read-then-write ("" where the transaction already holds the write lock)
     tiebreak: str  # the column that orders rows created in the same instant
     stop_active: StopActive  # end the active jobs matching a WHERE clause
+    ran_extra: str  # `extra` (a JSON object's text) with "ran": true set, the other keys kept
+
+    def mark_ran(self) -> str:
+        """The UPDATE that records, on a running job this worker holds, that its run started (`JobDetails.ran`)."""
+        return f"UPDATE jobs SET extra = {self.ran_extra} WHERE id = ? AND worker_id = ? AND status = 'running'"
 
     def sql(self, text: str) -> str:
         """`text` with its `?` placeholders in this driver's style."""

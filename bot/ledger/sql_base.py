@@ -221,6 +221,11 @@ class SqlLedger(Generic[C]):
         """Extend the lease; False when the job is no longer running under this worker."""
         return self._update(sql.RENEW, time.time() + lease_seconds, job_id, worker_id)
 
+    def mark_ran(self, job_id: str, worker_id: str) -> bool:
+        """Record that the job's run started (`JobDetails.ran`: a CI follow-up counts toward `ci_followups` only
+        then); idempotent, so a resumed run that starts again changes nothing. False if not held by worker_id."""
+        return self._update(self.dialect.mark_ran(), job_id, worker_id)
+
     def finish(
         self,
         job_id: str,

@@ -10,6 +10,7 @@ from pathlib import Path
 from bot.agent.config import MiniFixAgentConfig, ModelConfig
 from bot.agent.model_base import Model
 from bot.github.gateway import GitHubGateway
+from bot.jobs import Job
 from bot.pipeline.admit.capacity import SandboxSlots
 from bot.pipeline.admit.control import StopRuns
 from bot.pipeline.admit.gate import RememberLabel
@@ -37,4 +38,5 @@ class PipelineDeps:
     sandbox_slots: SandboxSlots | None = None  # the worker-wide bound on sandboxes, attempts' and verify's (None: none)
     setup: SetupOptions | None = None  # the setup time limit and cache, one per worker process (None: from settings)
     issue_jobs: IssueJobs | None = None  # Ledger.issue_jobs: how many CI follow-ups a PR already had (None: no bound)
+    run_started: Callable[[Job], None] | None = None  # Ledger.mark_ran: a CI follow-up counts once its run started
     asks: AskLedger | None = None  # Ledger.waiting_asks/settle_ask: the asks a run carries (None: its own only)

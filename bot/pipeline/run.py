@@ -5,6 +5,8 @@ from __future__ import annotations
 import tempfile
 import threading
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 
@@ -12,6 +14,7 @@ import structlog
 
 from bot.github.gateway import GitHubError, GitHubGateway, Issue, RateLimited, RepoInfo, can_write
 from bot.jobs import SHUTDOWN_REASON, Job, JobKind, JobOutcome, JobStatus, Outcome, RunInfo, cancel_reason
+from bot.pipeline.admit.capacity import Removals
 from bot.pipeline.admit.control import run_control
 from bot.pipeline.admit.deferral import rate_limited
 from bot.pipeline.admit.gate import admit, guidance, reader
@@ -178,7 +181,9 @@ def _work(state: RunState, deps: PipelineDeps, resolved: RunConfig) -> None:
     setup = _repo_setup(state, deps, repo)
     deps = replace(deps, sandbox=setup.bind(deps.sandbox))  # attempts' and verify's sandboxes
     plan = jobplan.plan_for(state, deps, resolved)
+    plan.removals = removals = Removals()  # containers go in the background; all gone before the PR
     with (
+        _all_removed(removals),
         engine.started(plan) as started,
         tempfile.TemporaryDirectory(prefix=f"mini-fix-{run_id}-", dir=deps.workdir) as name,
     ):
@@ -196,9 +201,13 @@ def _work(state: RunState, deps: PipelineDeps, resolved: RunConfig) -> None:
         if earlier := _builds_on(checkout, token, start):
             task = f"{task}\n\n{earlier}"
         secrets = [*token.minted, *deps.settings.secrets]
+        if state.job.kind == JobKind.CI and deps.run_started is not None:
+            deps.run_started(state.job)  # from here on it counts toward `ci_followups` (followup.ci_done), once
         runs = started.run(task, checkout, tmp, secrets)
         _check_cancel(cancel)
-        checks = Checks(checkout, deps.sandbox, sandbox_config, state.config, run_id, tmp, cancel, deps.sandbox_slots)
+        checks = Checks(
+            checkout, deps.sandbox, sandbox_config, state.config, run_id, tmp, cancel, deps.sandbox_slots, removals
+        )
         chosen = _judged(state, judge(runs, checks, secrets=secrets, mirror=deps.save_trajectory), deps.settings)
         assert chosen.candidate.change is not None and chosen.result is not None
         diff = chosen.candidate.change.diff
@@ -229,6 +238,15 @@ def _work(state: RunState, deps: PipelineDeps, resolved: RunConfig) -> None:
         gh, state.published.pr, messages, run=state.run, exit_status=chosen.result.exit_status, run_link=link
     )
     followup.answer(state.job, gh, run_id)
+
+
+@contextmanager
+def _all_removed(removals: Removals) -> Iterator[None]:
+    """Whatever ends the block, every container the job removes in the background is gone when it is left."""
+    try:
+        yield
+    finally:
+        removals.wait()
 
 
 def _judged(state: RunState, judgement: Judgement, settings: Settings) -> Attempt:

@@ -56,6 +56,7 @@ def wire_worker(settings: Settings) -> Worker:
         remember_label=ledger.remember_label,
         issue_jobs=ledger.issue_jobs,
         asks=AskLedger(ledger.waiting_asks, ledger.settle_ask),
+        run_started=lambda job: _mark_ran(ledger, job),
     )
     runner = quotas.guarded(runner, settings, partial(used_tokens, ledger), github)
     worker = build_worker(settings, runner, on_gave_up=gave_up_notifier(github), ledger=ledger)
@@ -82,6 +83,7 @@ def build_runner(
     remember_label: RememberLabel | None = None,
     issue_jobs: IssueJobs | None = None,
     asks: AskLedger | None = None,
+    run_started: Callable[[Job], None] | None = None,
 ) -> Callable[[Job, threading.Event], JobOutcome]:
     """The real pipeline: the given App and the shared runtime (Docker sandboxes, litellm, imported only there)."""
     runtime = Runtime(settings)
@@ -112,10 +114,17 @@ def build_runner(
             issue_jobs=issue_jobs,
             asks=asks,
             setup=setup,
+            run_started=run_started,
         )
         return run_pipeline(job, cancel, deps)
 
     return runner
+
+
+def _mark_ran(ledger: Ledger, job: Job) -> None:
+    """`Ledger.mark_ran` for the worker holding `job`."""
+    if job.worker_id is not None and not ledger.mark_ran(job.id, job.worker_id):
+        log.warning("run_not_marked", job_id=job.id, detail="the job is no longer held by this worker")
 
 
 def sandbox_limit(settings: Settings) -> int:

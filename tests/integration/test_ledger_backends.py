@@ -515,3 +515,13 @@ def test_a_process_starting_takes_no_table_lock_from_workers_mid_transaction(led
     for other in opened:
         other.close()
     assert not stuck
+
+
+def test_a_runs_start_is_marked_on_the_row_it_holds_keeping_its_details(ledger: Any) -> None:
+    job = ledger.submit(request(details=JobDetails(pull_request=9, head_sha="abc"))).job
+    assert not ledger.mark_ran(job.id, "w1")  # not claimed: nothing marked
+    assert ledger.claim(job.id, "w1", 60) is not None
+    assert not ledger.mark_ran(job.id, "w2")  # another worker's hold
+    assert ledger.mark_ran(job.id, "w1") and ledger.mark_ran(job.id, "w1")  # idempotent
+    details = ledger.get(job.id).details
+    assert details.ran and details.pull_request == 9 and details.head_sha == "abc"

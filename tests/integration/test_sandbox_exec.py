@@ -87,6 +87,7 @@ def test_an_action_cannot_kill_the_runner(sandbox: DockerSandbox) -> None:
 
 
 def test_a_dead_runner_is_an_error_not_a_hang(sandbox: DockerSandbox) -> None:
+    assert sandbox.execute("true").returncode == 0  # the runner is up (it starts while `start` returns)
     api = sandbox.client.api
     killer = api.exec_create(sandbox.container_id, ["pkill", "-9", "-f", "mini-fix/runner"], user="0:0")["Id"]
     api.exec_start(killer)

@@ -119,15 +119,29 @@ def test_untrusted_text_is_quoted_cleaned_redacted_and_capped() -> None:
     assert "s3c" not in cut and "more characters" in cut
 
 
-def _job(kind: JobKind, n: int, status: JobStatus = JobStatus.SUCCEEDED) -> Job:
-    return Job(f"j{n}", kind, 7, "acme/w", 3, "ada", f"d{n}", status, created_at=datetime.fromtimestamp(n, UTC))
+def _job(kind: JobKind, n: int, status: JobStatus = JobStatus.SUCCEEDED, *, ran: bool = False) -> Job:
+    details = JobDetails(ran=ran)
+    return Job(f"j{n}", kind, 7, "acme/w", 3, "ada", f"d{n}", status, created_at=datetime.fromtimestamp(n, UTC),
+               details=details)  # fmt: skip
 
 
 def test_ci_follow_ups_are_counted_since_a_persons_last_run() -> None:
     jobs = [_job(JobKind.FIX, 1), _job(JobKind.CI, 2), _job(JobKind.RETRY, 3), _job(JobKind.CI, 4)]
-    jobs += [_job(JobKind.CI, 5, JobStatus.CANCELLED), _job(JobKind.CI, 6, JobStatus.FAILED), _job(JobKind.CI, 7)]
+    jobs += [_job(JobKind.CI, 5, JobStatus.CANCELLED), _job(JobKind.CI, 6, JobStatus.FAILED, ran=True)]
+    jobs += [_job(JobKind.CI, 7)]
     assert ci_done(jobs, "j7") == 2  # j4 and j6 ran; j2 was before the retry; j5 never ran; j7 is this one
     assert ci_done([*jobs, _job(JobKind.REVIEW, 8)], "j9") == 0
+
+
+def test_a_ci_follow_up_that_failed_before_its_run_started_is_not_counted() -> None:
+    jobs = [_job(JobKind.FIX, 1), _job(JobKind.CI, 2, JobStatus.FAILED), _job(JobKind.CI, 3, JobStatus.FAILED)]
+    assert ci_done(jobs, "j9") == 0  # a GitHub error or a failed clone before the agent: never ran
+    assert ci_done([*jobs, _job(JobKind.CI, 4, JobStatus.FAILED, ran=True)], "j9") == 1
+
+
+def test_the_ran_mark_survives_the_ledger_column_and_old_rows_load_without_it() -> None:
+    assert JobDetails.from_json(JobDetails(ran=True).to_json()).ran is True
+    assert JobDetails.from_json('{"ran": "yes"}').ran is False and JobDetails.from_json("{}").ran is False
 
 
 def test_the_bound_is_the_repositorys_within_the_operators_ceiling() -> None:

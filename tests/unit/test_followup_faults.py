@@ -107,3 +107,34 @@ def test_a_waiting_ci_ask_for_an_older_commit_is_skipped_with_a_note_on_the_pr(
     assert world.status(ci) == JobStatus.CANCELLED
     notes = [c["body"] for c in github.comments_on(REPO, world.pull) if "skipped" in c["body"]]
     assert len(notes) == 1 and f"`{old[:12]}`" in notes[0] and "newer commit" in notes[0]
+
+
+def test_a_ci_follow_up_that_fails_on_github_before_its_run_is_not_counted(github: FakeGitHub, tmp_path: Path) -> None:
+    world = Conversation(github, tmp_path, [])
+    sha = str(github.branch_head(REPO, world.branch))
+    github.checks.fail(REPO, sha, "tests", log="boom")
+    github.faults.add("GET", r"/repos/acme/widgets$", 404, count=None, body={"message": "Not Found"})  # get_repo
+    assert _run_ci(world, sha) == JobStatus.FAILED  # after its status comment, before the agent
+    [job] = [j for j in world.ledger.issue_jobs(REPO, world.issue) if j.kind == JobKind.CI]
+    assert job.status == JobStatus.FAILED and not job.details.ran
+    assert ci_done(world.ledger.issue_jobs(REPO, world.issue), "next") == 0
+
+
+def test_a_ci_follow_up_whose_run_started_counts_once_however_often_it_is_resumed(
+    github: FakeGitHub, tmp_path: Path
+) -> None:
+    from tests.unit.test_pr_conversation import SUBMIT, bash
+
+    world = Conversation(github, tmp_path, [bash(SUBMIT), bash(SUBMIT)])  # each run changes nothing: it fails
+    sha = str(github.branch_head(REPO, world.branch))
+    github.checks.fail(REPO, sha, "tests", log="boom")
+    asked = world.ledger.submit(_ci(world, sha)).job
+    first = world.ledger.claim(asked.id, "w1", 0)  # its lease ends at once: a worker that dies mid-run
+    assert first is not None
+    run_pipeline(first, threading.Event(), world.deps())  # the run started; its worker never finishes it
+    resumed = world.ledger.claim(asked.id, "w2", 60)
+    assert resumed is not None and resumed.attempts == 2 and resumed.details.ran  # the mark was read back
+    outcome = run_pipeline(resumed, threading.Event(), world.deps())
+    assert outcome.status == JobStatus.FAILED and len(world.model.requests) == 2, outcome.error
+    assert world.ledger.finish(asked.id, "w2", outcome.status, error=outcome.error)
+    assert ci_done(world.ledger.issue_jobs(REPO, world.issue), "next") == 1

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import threading
 from dataclasses import replace
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +18,7 @@ from bot.pipeline.publish.status import job_marker
 from bot.pipeline.run import run_pipeline
 from bot.pipeline.task.asks import AskLedger
 from bot.pipeline.task.feedback import STATUS_MARKER
+from bot.worker.wiring import _mark_ran
 from tests.support.fake_github import FakeGitHub
 from tests.support.fake_github_checks import BOT, bot_commit, open_bot_pr
 from tests.support.scripted_model import bash
@@ -41,7 +43,8 @@ class Conversation(World):
 
     def deps(self) -> PipelineDeps:
         asks = AskLedger(self.ledger.waiting_asks, self.ledger.settle_ask)
-        return replace(super().deps(), asks=asks, issue_jobs=self.ledger.issue_jobs)
+        marks = partial(_mark_ran, self.ledger)  # as the worker wires it
+        return replace(super().deps(), asks=asks, issue_jobs=self.ledger.issue_jobs, run_started=marks)
 
     def ask(self, kind: JobKind, requester: str, key: str, **details: Any) -> Job:
         """An ask recorded as the webhook path records it."""

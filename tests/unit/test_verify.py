@@ -237,6 +237,29 @@ def test_setup_runs_on_the_base_commit_with_the_attempts_network_then_the_tree_i
     assert "return a + b" in factory.trees["job-verify-1-after"]["calc/ops.py"]
 
 
+def test_with_no_setup_each_sandbox_gets_its_tree_in_one_copy_and_a_deleted_file_is_absent(base: Path) -> None:
+    deleting = candidate(base, 1, FIX, REPRO, ("tests/test_ops.py", None))
+    copies: dict[str, list[Path]] = {}
+
+    class Counting(Factory):
+        def __call__(self, config: SandboxConfig, run_id: str) -> FakeSandbox:
+            sandbox = super().__call__(config, run_id)
+            inner = sandbox.copy_in
+
+            def copy_in(src: Path, dest: str | None = None) -> None:
+                copies.setdefault(run_id, []).append(src)
+                inner(src, dest)
+
+            sandbox.copy_in = copy_in  # type: ignore[method-assign]
+            return sandbox
+
+    repo = RepoConfig(test="test ! -e tests/test_ops.py && grep -q 'a + b' calc/ops.py")
+    [deleting] = _verify([deleting], base, Counting(), repo)
+    assert deleting.test is not None and deleting.test["passed"], deleting.test
+    assert list(copies) == ["job-verify-1-after"]
+    assert all(len(given) == 1 and given[0] != base for given in copies.values())  # the tree, not the base first
+
+
 def test_candidates_are_checked_at_once_within_the_slots_with_the_same_verdicts(tmp_path: Path) -> None:
     one_base, one_by_one = _three(tmp_path / "one")
     sequential = Concurrent()

@@ -120,7 +120,13 @@ def stop_active(conn: Conn, where: str, params: tuple[Any, ...], reason: str, qu
     return queued, running
 
 
-POSTGRES = Dialect(param="%s", lock=" FOR UPDATE", tiebreak="seq", stop_active=stop_active)
+POSTGRES = Dialect(
+    param="%s",
+    lock=" FOR UPDATE",
+    tiebreak="seq",
+    stop_active=stop_active,
+    ran_extra="""(extra::jsonb || '{"ran": true}'::jsonb)::text""",
+)
 
 
 def submit(conn: Conn, req: JobRequest) -> SubmitResult:

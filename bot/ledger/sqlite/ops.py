@@ -70,7 +70,9 @@ def stop_active(conn: Conn, where: str, params: tuple[Any, ...], reason: str, qu
     return queued, running
 
 
-SQLITE = Dialect(param="?", lock="", tiebreak="rowid", stop_active=stop_active)
+SQLITE = Dialect(
+    param="?", lock="", tiebreak="rowid", stop_active=stop_active, ran_extra="json_set(extra, '$.ran', json('true'))"
+)
 
 
 def submit(conn: Conn, req: JobRequest) -> SubmitResult:

@@ -11,6 +11,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from typing import Protocol
 
 from bot.jobs import CancelSignal, cancel_reason
 
@@ -44,6 +45,53 @@ class SandboxSlots:
         """Give a slot back."""
         if self._free is not None:
             self._free.release()
+
+
+class Closable(Protocol):
+    """A sandbox, as far as its removal goes (`Sandbox.close`: idempotent, never raises)."""
+
+    def close(self) -> None: ...
+
+
+class Removals:
+    """One job's sandboxes being removed in the background, so the job goes on (diff, verification, push) while
+    the engine kills and removes a container it no longer uses; the slot a sandbox held is given back only once it
+    is gone. The job calls `wait` before it ends: no container outlives the job that made it."""
+
+    def __init__(self) -> None:
+        self._threads: list[threading.Thread] = []
+        self._lock = threading.Lock()
+
+    def remove(self, sandbox: Closable, slots: SandboxSlots | None) -> None:
+        """Remove `sandbox` in the background; then give one of `slots` back (None: it held none)."""
+        thread = threading.Thread(target=_remove, args=(sandbox, slots), name="sandbox-remove", daemon=True)
+        with self._lock:
+            self._threads.append(thread)
+        thread.start()
+
+    def wait(self) -> None:
+        """Return once every removal begun so far has ended."""
+        with self._lock:
+            threads, self._threads = self._threads, []
+        for thread in threads:
+            thread.join()
+
+
+def remove(sandbox: Closable, slots: SandboxSlots | None, removals: Removals | None) -> None:
+    """Remove `sandbox`, in the background with `removals`, else now; then give one of `slots` back (None: it held
+    none)."""
+    if removals is not None:
+        removals.remove(sandbox, slots)
+    else:
+        _remove(sandbox, slots)
+
+
+def _remove(sandbox: Closable, slots: SandboxSlots | None) -> None:
+    try:
+        sandbox.close()
+    finally:
+        if slots is not None:
+            slots.give()
 
 
 class JobBudget:

@@ -19,7 +19,7 @@ import structlog
 
 from bot.agent.loop import AgentResult, StepEvent
 from bot.jobs import Outcome
-from bot.pipeline.admit.capacity import Turns
+from bot.pipeline.admit.capacity import Turns, remove
 from bot.pipeline.attempts import execute, exits
 from bot.pipeline.attempts.change import Change
 from bot.pipeline.attempts.execute import EarlySandbox
@@ -148,6 +148,14 @@ class Attempts:
         writer = self._writer(candidate, secrets)
         attempt.trajectory = writer.path
         model: execute.TimedModel | None = None
+        removed = False
+
+        def release() -> None:  # once its tree is out, the container goes (in the background) while git diffs
+            nonlocal removed
+            if not removed:
+                removed = True
+                self._remove(candidate.index, sandbox)
+
         try:
             model = execute.TimedModel(plan.make_model(model_for(plan.model, candidate.temperature)))
             with execute.closed_on_cancel(sandbox, plan.budget.stop):
@@ -169,10 +177,18 @@ class Attempts:
                 if plan.config.keep_partial_work and exits.limit_ended(attempt.result.exit_status):
                     candidate.partial = _partial(take)
                 execute.require_submission(attempt.result)
-                candidate.change = take()
+                candidate.change = take(exported=release)
         finally:
             attempt.model_seconds = model.seconds if model is not None else 0.0
-            sandbox.close()
+            release()
+
+    def _remove(self, index: int, sandbox: Sandbox) -> None:
+        """Remove the attempt's container, in the background when the plan has `removals`; the slot it holds goes
+        back once the container is gone."""
+        with self._lock:
+            held = index in self._holding
+            self._holding.discard(index)
+        remove(sandbox, self.plan.slots if held else None, self.plan.removals)
 
     def _writer(self, candidate: Candidate, secrets: list[str]) -> TrajectoryWriter:
         plan = self.plan

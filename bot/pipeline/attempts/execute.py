@@ -214,10 +214,18 @@ class TimedModel:
 
 
 def take_change(
-    sandbox: Sandbox, checkout: Path, dest: Path, *, max_bytes: int, exclude: str = "", caps: ChangeCaps | None = None
+    sandbox: Sandbox,
+    checkout: Path,
+    dest: Path,
+    *,
+    max_bytes: int,
+    exclude: str = "",
+    caps: ChangeCaps | None = None,
+    exported: Callable[[], None] | None = None,
 ) -> Change:
     """The agent's change: the tree taken out as files (capped by bytes, and by entries as it goes when `caps` are
-    given: `export_cap`), diffed against the clone by the worker's git."""
+    given: `export_cap`), diffed against the clone by the worker's git; `exported` is called once the tree is out
+    (the sandbox is not needed for the diff)."""
     try:
         with sandbox_errors():
             sandbox.export_tree(dest, max_bytes=export_cap(checkout, max_bytes, caps, exclude))
@@ -225,6 +233,8 @@ def take_change(
         if isinstance(exc.__cause__, ExportTooLarge):
             raise RunFailed(Outcome.LIMITS, str(exc.__cause__)) from exc.__cause__
         raise
+    if exported is not None:
+        exported()
     try:
         return compute_change(checkout, dest, exclude=exclude, caps=caps)
     except ChangeTooLarge as exc:

@@ -12,7 +12,7 @@ from bot.agent.config import MiniFixAgentConfig, ModelConfig
 from bot.agent.loop import AgentResult, StepEvent
 from bot.agent.model_base import Model
 from bot.jobs import Outcome
-from bot.pipeline.admit.capacity import JobBudget, SandboxSlots
+from bot.pipeline.admit.capacity import JobBudget, Removals, SandboxSlots
 from bot.pipeline.admit.runconfig import RunConfig
 from bot.pipeline.attempts.change import ChangeCaps
 from bot.pipeline.errors import RunFailed
@@ -78,6 +78,7 @@ class AttemptPlan:
     meta: dict[str, Any]  # the trajectory's `mini_fix` block (run id and attempt added per attempt)
     budget: JobBudget
     slots: SandboxSlots = field(default_factory=lambda: SandboxSlots(0))
+    removals: Removals | None = None  # the job's background removals (None: each container removed at once)
     mirror: Callable[[str, str], None] | None = None  # (run id, JSON): the shared trajectory store
     on_step: Callable[[int, StepEvent], None] = lambda _attempt, _event: None
     on_end: Callable[[int, str], None] = lambda _attempt, _how: None

@@ -14,7 +14,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from bot.pipeline.admit.capacity import SandboxSlots
+from bot.pipeline.admit.capacity import Removals, SandboxSlots
 from bot.pipeline.attempts import exits
 from bot.pipeline.attempts.plan import Attempt
 from bot.pipeline.errors import RunFailed
@@ -39,6 +39,7 @@ class Checks:
     workdir: Path
     cancel: threading.Event
     slots: SandboxSlots | None = None  # the worker's (None: no bound)
+    removals: Removals | None = None  # the job's background removals (None: each sandbox removed at once)
 
 
 @dataclass(frozen=True)
@@ -92,6 +93,7 @@ def judge(
         workdir=checks.workdir,
         cancel=checks.cancel,
         slots=checks.slots,
+        removals=checks.removals,
     )
     judged = tuple(
         replace(run, candidate=c.judged(verdicts.get(c.index))) for run, c in zip(runs, refused, strict=True)

@@ -53,11 +53,9 @@ class Prepared:
     excludes: str
 
 
-@contextmanager
-def prepared(
-    factory: SandboxFactory, config: SandboxConfig, run_id: str, checkout: Path, repo: RepoConfig
-) -> Iterator[Prepared]:
-    """A fresh sandbox holding `checkout`, the repository's setup run (with the network `config` gives it)."""
+def prepare(factory: SandboxFactory, config: SandboxConfig, run_id: str, checkout: Path, repo: RepoConfig) -> Prepared:
+    """A fresh sandbox holding `checkout`, the repository's setup run (with the network `config` gives it); the
+    caller removes it. SetupFailed (the sandbox already removed) when it cannot be made."""
     try:
         sandbox = factory(config, run_id)
     except SandboxError as exc:
@@ -68,6 +66,19 @@ def prepared(
             excludes = run_setup(sandbox, repo.setup, networked=config.network, checkout=checkout)
         except (SandboxError, RunFailed) as exc:
             raise SetupFailed(f"setup: {exc}") from exc
-        yield Prepared(sandbox, excludes)
-    finally:
+    except BaseException:
         sandbox.close()
+        raise
+    return Prepared(sandbox, excludes)
+
+
+@contextmanager
+def prepared(
+    factory: SandboxFactory, config: SandboxConfig, run_id: str, checkout: Path, repo: RepoConfig
+) -> Iterator[Prepared]:
+    """`prepare`, the sandbox removed when the block ends."""
+    ready = prepare(factory, config, run_id, checkout, repo)
+    try:
+        yield ready
+    finally:
+        ready.sandbox.close()

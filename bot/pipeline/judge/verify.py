@@ -12,7 +12,8 @@ left by another run can change the verdict); one for its whole change (its repro
 when other attempts have valid reproductions, one more with those test files laid over its change (a second one
 only where two of them name the same path). Each is made as an attempt's was: the base commit copied in, the
 repository's setup run on it (with the attempts' network, cut when setup ends), then the tree laid over it, so
-setup never runs agent-written code.
+setup never runs agent-written code; with no setup the tree (a clone of the base commit, the change applied) is
+copied in at once. A sandbox whose verdict is in is removed while the job goes on (`capacity.Removals`).
 
 The candidates are checked at once, each in its own thread (its own checks one after another, then, once every
 candidate's reproduction is known, the cross-checks at once again). Every sandbox takes one of the worker's slots
@@ -35,12 +36,12 @@ from typing import Any
 
 import structlog
 
-from bot.pipeline.admit.capacity import SandboxSlots
+from bot.pipeline.admit.capacity import Removals, SandboxSlots, remove
 from bot.pipeline.attempts.execute import OUTPUT_TAIL, TEST_TIMEOUT, closed_on_cancel, run_test
 from bot.pipeline.errors import GitError, RunFailed, SetupFailed
 from bot.pipeline.judge import dropped, reproduce, testrun, trees
 from bot.pipeline.judge.candidates import Candidate, DroppedTests, Reproduction, Verdict
-from bot.pipeline.judge.testbed import SandboxFactory, prepared
+from bot.pipeline.judge.testbed import SandboxFactory, prepare
 from bot.repo_config.schema import RepoConfig
 from sandbox.base import Sandbox, SandboxConfig, SandboxError
 
@@ -83,12 +84,15 @@ def verify(
     workdir: Path,
     cancel: threading.Event,
     slots: SandboxSlots | None = None,
+    removals: Removals | None = None,
 ) -> dict[int, Verdict]:
     """Each acceptable candidate's verdict (`test`, `reproduction`, `dropped`, `cross`) by attempt index, from fresh
     sandboxes, the candidates at once within `slots` (None: no bound); never raises for a candidate's problem: its
     `detail` or `test` says what went wrong."""
     with tempfile.TemporaryDirectory(prefix="verify-", dir=workdir) as tmp:
-        bench = _Bench(checkout, factory, sandbox_config, repo, run_id, Path(tmp), cancel, slots or SandboxSlots(0))
+        bench = _Bench(
+            checkout, factory, sandbox_config, repo, run_id, Path(tmp), cancel, slots or SandboxSlots(0), removals
+        )
         built = [bench.build(c) for c in candidates if c.acceptable]
         ready = [b for b in built if b.after is not None]
         _each(ready, bench.own, bench.crashed)
@@ -124,6 +128,7 @@ class _Bench:
     tmp: Path
     cancel: threading.Event
     slots: SandboxSlots  # the worker's; each sandbox here holds one while it lives
+    removals: Removals | None = None  # the job's background removals (None: each sandbox removed at once)
 
     def build(self, c: Candidate) -> _Built:
         """The candidate's after-tree and test files; with no tree (the reason recorded) when its change won't
@@ -249,25 +254,31 @@ class _Bench:
 
     def _session(self, tree: Path, what: str, body: Callable[[Sandbox], None]) -> str:
         """Run `body` in a fresh sandbox holding `tree` (setup run), holding one slot; '' or why it could not
-        finish."""
+        finish. The slot goes back once the sandbox is gone (removed in the background with `removals`)."""
         if not self.slots.take(self.cancel):
             return STOPPED
+        # With no setup to run on the base commit first, the tree (a clone, .git and all) is copied in at once.
+        base = self.checkout if self.repo.setup else tree
         try:
-            return self._in_sandbox(tree, what, body)
-        finally:
+            ready = prepare(self.factory, self.config, f"{self.run_id}-verify-{what}", base, self.repo)
+        except BaseException as exc:
             self.slots.give()
-
-    def _in_sandbox(self, tree: Path, what: str, body: Callable[[Sandbox], None]) -> str:
+            if isinstance(exc, (SetupFailed, SandboxError, RunFailed)):
+                return self._failed(exc)
+            raise
         try:
-            with (
-                prepared(self.factory, self.config, f"{self.run_id}-verify-{what}", self.checkout, self.repo) as ready,
-                closed_on_cancel(ready.sandbox, self.cancel),
-            ):
-                _lay_over(ready.sandbox, self.checkout, tree)
+            with closed_on_cancel(ready.sandbox, self.cancel):
+                if base != tree:
+                    _lay_over(ready.sandbox, self.checkout, tree)
                 body(ready.sandbox)
         except (SetupFailed, SandboxError, RunFailed) as exc:
-            return STOPPED if self.cancel.is_set() else f"the verification sandbox failed: {exc}"
+            return self._failed(exc)
+        finally:  # the verdict is in: the container may go while the job moves on
+            remove(ready.sandbox, self.slots, self.removals)
         return ""
+
+    def _failed(self, exc: Exception) -> str:
+        return STOPPED if self.cancel.is_set() else f"the verification sandbox failed: {exc}"
 
     def _not_run(self, why: str) -> dict[str, Any]:
         failed = {"passed": False, "verdict": testrun.NOT_RUN, "summary": why}

@@ -88,14 +88,21 @@ def ci_limit(config: RepoConfig, settings: Settings) -> int:
 
 def ci_done(jobs: list[Job], job_id: str) -> int:
     """CI follow-ups that ran since the issue's last run carrying a person's ask (a person's word resets it): a
-    denied or cancelled ask, and a CI failure folded into another run, change nothing."""
+    denied or cancelled ask, a CI failure folded into another run, and one that failed before its run started (a
+    GitHub error, a failed clone: `JobDetails.ran` unset) change nothing. Each job row counts once, however often
+    its run was resumed."""
     done = 0
     for job in jobs:
         if job.kind in (JobKind.FIX, JobKind.RETRY, JobKind.REVIEW) and job.status in (*RAN, JobStatus.FOLDED):
             done = 0
-        elif job.kind == JobKind.CI and job.id != job_id and job.status in RAN:
+        elif job.kind == JobKind.CI and job.id != job_id and _ran(job):
             done += 1
     return done
+
+
+def _ran(job: Job) -> bool:
+    """A CI follow-up whose run started: it succeeded (it pushed), or it failed after the ledger marked it ran."""
+    return job.status == JobStatus.SUCCEEDED or (job.status == JobStatus.FAILED and job.details.ran)
 
 
 def prepare(
