@@ -26,14 +26,13 @@ from bot.eval.solve import (
     error_record,
     grade_patch,
     run_attempts,
-    sandbox_config,
     since,
     tested,
 )
 from bot.eval.tasks import EvalTask
 from bot.pipeline.attempts.plan import Attempt
 from bot.pipeline.judge.candidates import Candidate, Choice
-from bot.pipeline.judge.judgement import Checks, judge
+from bot.pipeline.judge.judgement import judge
 from bot.pipeline.judge.ranking import reproductions_passed
 from bot.trajectory import annotate_trajectory
 
@@ -53,9 +52,9 @@ def solve_attempts(task: EvalTask, ctx: EvalContext, attempts: int) -> dict[str,
             return record | error_record(exc, started)
         trajectory = partial(attempt_trajectory, ctx, task)
         repo = tested(task, checkout)  # inferred once: the first message names its test, and it ranks the attempts
-        runs = run_attempts(task, ctx, group, tmp, checkout=checkout, repo=repo, count=attempts, trajectory=trajectory)
+        runs, checks = run_attempts(task, ctx, group, tmp, checkout=checkout, repo=repo, count=attempts,
+                                    trajectory=trajectory)  # fmt: skip
         began = time.monotonic()
-        checks = Checks(checkout, ctx.sandbox, sandbox_config(task, ctx), repo[0], group, tmp, ctx.cancel)
         judgement = judge(runs, checks, secrets=ctx.settings.secrets)
         record["verify_seconds"] = since(began)
         began = time.monotonic()

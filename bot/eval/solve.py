@@ -24,6 +24,7 @@ from bot.pipeline.attempts.engine import started
 from bot.pipeline.attempts.exits import SUBMITTED
 from bot.pipeline.attempts.plan import Attempt, AttemptPlan, attempt_run_id
 from bot.pipeline.errors import RunFailed
+from bot.pipeline.judge.judgement import Checks, judge
 from bot.pipeline.judge.testbed import SandboxFactory
 from bot.pipeline.task.issue import MAX_TASK_CHARS, cap, clean
 from bot.repo_config import infer
@@ -73,13 +74,19 @@ def solve(task: EvalTask, ctx: EvalContext) -> dict[str, Any]:
             return record | error_record(exc, started)
         path = ctx.trajectory_path(task)
         repo = tested(task, checkout)
-        [attempt] = run_attempts(task, ctx, run_id, Path(tmp), checkout=checkout, repo=repo, count=1,
-                                 trajectory=lambda _: path)  # fmt: skip
+        runs, checks = run_attempts(task, ctx, run_id, Path(tmp), checkout=checkout, repo=repo, count=1,
+                                    trajectory=lambda _: path)  # fmt: skip
+        judgement = judge(runs, checks, secrets=ctx.settings.secrets)  # the App's own, as for several attempts
+        [attempt] = judgement.attempts
         if (failure := did_not_run(attempt)) is not None:
             return record | error_record(failure, started)
-        patch = attempt.candidate.change.diff if attempt.candidate.change else ""
-        record |= attempt_stats(attempt) | {"model_patch": patch}
-        verdict = grade_patch(task, ctx, patch, f"{run_id}-grade", Path(tmp))
+        chosen, refused = judgement.choice.chosen, attempt.candidate.refused
+        patch = chosen.change.diff if chosen is not None and chosen.change is not None else ""
+        record |= attempt_stats(attempt) | {"model_patch": patch} | ({"refused": refused} if refused else {})
+        if refused:  # what the App would never push is never graded as solved
+            verdict = Grade(error=f"no patch: the App refused the change ({', '.join(refused)})")
+        else:
+            verdict = grade_patch(task, ctx, patch, f"{run_id}-grade", Path(tmp))
     record |= {"resolved": verdict.resolved, "tests": verdict.as_json(), "seconds": since(started)}
     return record | ({"error": verdict.error} if verdict.error else {})
 
@@ -107,31 +114,31 @@ def run_attempts(
     repo: tuple[RepoConfig, infer.TestPlan],
     count: int,
     trajectory: Callable[[int], Path],
-) -> list[Attempt]:
+) -> tuple[list[Attempt], Checks]:
     """The App's engine on the base `checkout`: `count` attempts, at most `ctx.attempt_workers` at once, each
     with the App's agent, sandbox and setup, its trajectory at `trajectory(index)`, and its change taken out as
-    the App takes it; `repo` is `tested(task, checkout)`."""
+    the App takes it; `repo` is `tested(task, checkout)`. With the checks the App's judge runs on them."""
     config, testing = repo
     resolved = ctx.run_config(task, config)
     paths = {attempt_run_id(run_id, k, count): trajectory(k) for k in range(1, count + 1)}
     plan = AttemptPlan.of(
         resolved,
+        (resolved.repo, testing),
         run_id=run_id,
         factory=ctx.sandbox,
         make_model=ctx.model,
         trajectory_path=paths.__getitem__,
         meta={"repo": task.repo, "model": ctx.model_config.model_name, "eval": {"instance_id": task.instance_id}},
         budget=JobBudget(tokens=0, seconds=0, cancel=ctx.cancel),  # no job-wide budget: the agent's own limits
+        parallel=ctx.attempt_workers or 0,
         count=count,
         model=ctx.model_config,
     )
-    plan.parallel = ctx.attempt_workers or 0
-    plan.testing = testing.template_vars()  # the test command and how to run one test, as the App's task says
     text = cap(clean(task.problem_statement), MAX_TASK_CHARS)
     if extra := guidance(config, checkout):
         text = f"{text}\n\n{extra}"
     with started(plan) as attempts:
-        return attempts.run(text, checkout, tmp, ctx.settings.secrets)
+        return attempts.run(text, checkout, tmp, ctx.settings.secrets), Checks.of(plan, checkout, tmp)
 
 
 def did_not_run(attempt: Attempt) -> RunFailed | None:

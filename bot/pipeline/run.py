@@ -48,7 +48,6 @@ from bot.repo_config import devcontainer, infer
 from bot.repo_config.setup_infer import SetupPlan
 from bot.settings import Settings
 from bot.trajectory import redact
-from sandbox.base import SandboxConfig
 
 log = structlog.get_logger(__name__)
 
@@ -196,18 +195,17 @@ def _work(state: RunState, deps: PipelineDeps, resolved: RunConfig) -> None:
             setup.trust(checkout, gitops.head(checkout))
         _not_duplicate(state, issue, repo, start)  # before the agent: no run spent on a change nobody publishes
         _check_cancel(cancel)
-        sandbox_config = _resolve_setup(state, plan, with_setup(resolved, checkout, deps.settings), setup)
-        _resolve_tests(state, plan, checkout)
+        settled = _settle(state, plan, with_setup(resolved, checkout, deps.settings), setup, checkout)
         task = state.kind.task(state.job, gh, issue, state.status.comment_id)
         if extra := guidance(state.config, checkout):
             task = f"{task}\n\n{extra}"
         if earlier := _builds_on(checkout, token, start):
             task = f"{task}\n\n{earlier}"
         secrets = [*token.minted, *deps.settings.secrets]
-        runs = started.run(task, checkout, tmp, secrets)
+        runs = started.run(task, checkout, tmp, secrets, settled)
         _check_cancel(cancel)
-        checks = Checks(checkout, deps.sandbox, sandbox_config, state.config, run_id, tmp, cancel, deps.sandbox_slots)
-        chosen = _judged(state, judge(runs, checks, secrets=secrets, mirror=deps.save_trajectory), deps.settings)
+        judgement = judge(runs, Checks.of(settled, checkout, tmp), secrets=secrets, mirror=deps.save_trajectory)
+        chosen = _judged(state, judgement, deps.settings)
         assert chosen.candidate.change is not None and chosen.result is not None
         diff = chosen.candidate.change.diff
         _check_cancel(cancel)
@@ -336,26 +334,20 @@ def _builds_on(checkout: Path, token: FreshToken, start: branch.Start) -> str:
         return ""
 
 
-def _resolve_setup(
-    state: RunState, plan: AttemptPlan, resolved: tuple[RunConfig, SetupPlan], setup: RepoSetup
-) -> SandboxConfig:
-    """The setup (the repository's, else inferred from the clone) for the attempts and the checks, and their
-    sandbox (an inferred setup's has the proxy's network); the status comment says which setup and why."""
+def _settle(
+    state: RunState, plan: AttemptPlan, resolved: tuple[RunConfig, SetupPlan], setup: RepoSetup, checkout: Path
+) -> AttemptPlan:
+    """The plan once the clone settled the setup (the repository's, else inferred from the clone, with the proxy's
+    network) and the test command (configured, else inferred); the status comment says which of each and why."""
     config, found = resolved
-    state.config = plan.config = config.repo
-    plan.sandbox_config, plan.networked = config.sandbox, config.setup_network
     setup.tolerant = found.inferred  # the repository never asked for it: its failure does not end the run
     if found.commands:
         state.run["setup_from"] = found.describe()
-    return config.sandbox
-
-
-def _resolve_tests(state: RunState, plan: AttemptPlan, checkout: Path) -> None:
-    """The test command (configured, else inferred from the clone) for the attempts, the checks and the comments."""
-    state.config, testing = infer.resolve(state.config, checkout)
-    plan.config, plan.testing = state.config, testing.template_vars()
+    tested = infer.resolve(config.repo, checkout)
+    state.config, testing = tested
     command = f"`{testing.command}`" if testing.command else "none"
     state.run["tests"] = f"{command} ({testing.why})"  # the status comment's next edit shows it
+    return plan.settled(config, tested)
 
 
 def _check_cancel(cancel: threading.Event) -> None:

@@ -1,11 +1,11 @@
-"""The App's plan for one job's attempts (for `engine.py`), from its resolved `RunConfig`."""
+"""The App's plan for one job's attempts (for `engine.py`), from its resolved `RunConfig` (`AttemptPlan.of`)."""
 
 from __future__ import annotations
 
 from functools import partial
 
 from bot.agent.loop import StepEvent
-from bot.pipeline.admit.capacity import JobBudget, SandboxSlots
+from bot.pipeline.admit.capacity import JobBudget
 from bot.pipeline.admit.runconfig import RunConfig
 from bot.pipeline.attempts.plan import AttemptPlan
 from bot.pipeline.deps import PipelineDeps
@@ -19,7 +19,7 @@ def plan_for(state: RunState, deps: PipelineDeps, resolved: RunConfig) -> Attemp
     budget = JobBudget(
         tokens=settings.max_tokens, seconds=settings.max_wall_time, cancel=state.cancel, clock=deps.clock
     )
-    plan = AttemptPlan.of(
+    return AttemptPlan.of(
         resolved,
         run_id=state.run["run_id"],
         factory=deps.sandbox,
@@ -34,12 +34,15 @@ def plan_for(state: RunState, deps: PipelineDeps, resolved: RunConfig) -> Attemp
             "profile": state.agent.profile,
         },
         budget=budget,
+        slots=deps.sandbox_slots,
+        mirror=deps.save_trajectory,
+        on_step=partial(on_step, state.status),
+        on_end=state.status.ended if state.count > 1 else _quiet,
     )
-    plan.slots = deps.sandbox_slots or SandboxSlots(0)
-    plan.mirror = deps.save_trajectory
-    plan.on_step = partial(on_step, state.status)
-    plan.on_end = state.status.ended if state.count > 1 else lambda _attempt, _how: None
-    return plan
+
+
+def _quiet(_attempt: int, _how: str) -> None:
+    """One attempt's end says nothing: its status comment has no attempts table."""
 
 
 def on_step(status: StatusComment, attempt: int, event: StepEvent) -> None:

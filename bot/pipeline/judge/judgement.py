@@ -16,7 +16,7 @@ from typing import Any
 
 from bot.pipeline.admit.capacity import SandboxSlots
 from bot.pipeline.attempts import exits
-from bot.pipeline.attempts.plan import Attempt
+from bot.pipeline.attempts.plan import Attempt, AttemptPlan
 from bot.pipeline.errors import RunFailed
 from bot.pipeline.judge.candidates import Candidate, Choice, refusals
 from bot.pipeline.judge.ranking import choose
@@ -39,6 +39,15 @@ class Checks:
     workdir: Path
     cancel: threading.Event
     slots: SandboxSlots | None = None  # the worker's (None: no bound)
+
+    @classmethod
+    def of(cls, plan: AttemptPlan, checkout: Path, workdir: Path) -> Checks:
+        """The checks of a plan's attempts, for every driver: its sandboxes (setup bound), sandbox, repository
+        config, run id, stop and slots, on the base `checkout` the attempts got."""
+        return cls(
+            checkout, plan.factory, plan.sandbox_config, plan.config, plan.run_id, workdir, plan.budget.cancel,
+            plan.slots,
+        )  # fmt: skip
 
 
 @dataclass(frozen=True)
