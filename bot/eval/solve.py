@@ -7,7 +7,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -51,10 +51,13 @@ class EvalContext:
     attempt_workers: int | None = None  # `--attempt-workers K`: a task's attempts run at once; None = all N
     flags: Flags = NO_FLAGS  # the command line's, for each task's run configuration
 
-    def run_config(self, task: EvalTask, repo: RepoConfig | None = None) -> RunConfig:
-        """The task's run configuration, as the App resolves a job's (the operator's own task: nothing clamped);
-        `repo` is the task's repository config with its tests inferred (`tested`), when known."""
-        return resolve(self.settings, self.agent_config, repo or task.repo_config(), self.flags, ceilings=False)
+    def run_config(self, task: EvalTask, repo: RepoConfig | None = None, attempts: int = 1) -> RunConfig:
+        """The task's run configuration, as the App resolves a job's (the operator's own task: nothing clamped),
+        with `attempts` attempts (`--attempts`, else one: as a flag, over MINIFIX_AGENT_ATTEMPTS); `repo` is the
+        task's repository config with its tests inferred (`tested`), when known. A task sets no `model:`, so its
+        model is the eval's own (`model_config`: the same resolution without a task)."""
+        flags = replace(self.flags, attempts=attempts)
+        return resolve(self.settings, self.agent_config, repo or task.repo_config(), flags, ceilings=False)
 
     def trajectory_path(self, task: EvalTask) -> Path:
         """Where a task's trajectory is written (SWE-bench's layout)."""
@@ -119,7 +122,7 @@ def run_attempts(
     with the App's agent, sandbox and setup, its trajectory at `trajectory(index)`, and its change taken out as
     the App takes it; `repo` is `tested(task, checkout)`. With the checks the App's judge runs on them."""
     config, testing = repo
-    resolved = ctx.run_config(task, config)
+    resolved = ctx.run_config(task, config, count)
     paths = {attempt_run_id(run_id, k, count): trajectory(k) for k in range(1, count + 1)}
     plan = AttemptPlan.of(
         resolved,
@@ -131,8 +134,6 @@ def run_attempts(
         meta={"repo": task.repo, "model": ctx.model_config.model_name, "eval": {"instance_id": task.instance_id}},
         budget=JobBudget(tokens=0, seconds=0, cancel=ctx.cancel),  # no job-wide budget: the agent's own limits
         parallel=ctx.attempt_workers or 0,
-        count=count,
-        model=ctx.model_config,
     )
     text = cap(clean(task.problem_statement), MAX_TASK_CHARS)
     if extra := guidance(config, checkout):

@@ -111,21 +111,18 @@ class AttemptPlan:
         on_step: Callable[[int, StepEvent], None] = _no_step,
         on_end: Callable[[int, str], None] = _no_end,
         parallel: int = 0,
-        count: int | None = None,
-        model: ModelConfig | None = None,
     ) -> AttemptPlan:
         """The one way a plan is made, for the App, `mini-fix run` and `mini-fix eval`: what the run configuration
         settles (attempts, sandbox, agent, model, repository config, setup network, caps) from `resolved`; the tests
         from `tested` (`infer.resolve` of `resolved.repo`; None: not known before the clone); what is the driver's
-        own (sandboxes, model client, trajectory places, budget, slots, progress) given. Eval alone overrides the
-        count and the model (its command line's)."""
+        own (sandboxes, model client, trajectory places, budget, slots, progress) given."""
         plan = cls(
-            count=resolved.attempts if count is None else count,
+            count=resolved.attempts,
             run_id=run_id,
             factory=factory,
             sandbox_config=resolved.sandbox,
             agent=resolved.agent,
-            model=resolved.model if model is None else model,
+            model=resolved.model,
             make_model=make_model,
             config=resolved.repo,
             networked=resolved.setup_network,
