@@ -14,7 +14,6 @@ from bot.agent.config import missing_api_base
 from bot.agent.loop import StepEvent
 from bot.eval.hostgit import GitFailed, base_checkout, git
 from bot.eval.quarantine import quarantined
-from bot.pipeline.admit.capacity import JobBudget
 from bot.pipeline.admit.runconfig import Flags, RunConfig, resolve, with_setup
 from bot.pipeline.attempts.engine import started
 from bot.pipeline.attempts.execute import SANDBOX_FAILURES
@@ -171,7 +170,7 @@ def _attempt_plan(
         make_model=runtime.model,
         trajectory_path=lambda rid: output / "trajectory.json" if rid == run_id else output / rid / "trajectory.json",
         meta={"repo": str(request.repo.resolve()), "profile": resolved.profile},
-        budget=JobBudget(tokens=settings.max_tokens, seconds=settings.max_wall_time, cancel=stop),
+        cancel=stop,
         on_step=lambda k, event: print_step(event, attempt=k if count > 1 else None),
         on_end=lambda k, how: print(f"attempt {k}: {how}", flush=True) if count > 1 else None,
     )

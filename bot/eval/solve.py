@@ -17,7 +17,6 @@ from bot.agent.model_base import Model
 from bot.eval.grade import Grade, grade
 from bot.eval.hostgit import GitFailed, base_checkout
 from bot.eval.tasks import EvalTask
-from bot.pipeline.admit.capacity import JobBudget
 from bot.pipeline.admit.gate import guidance
 from bot.pipeline.admit.runconfig import NO_FLAGS, Flags, RunConfig, resolve
 from bot.pipeline.attempts.engine import started
@@ -132,7 +131,7 @@ def run_attempts(
         make_model=ctx.model,
         trajectory_path=paths.__getitem__,
         meta={"repo": task.repo, "model": ctx.model_config.model_name, "eval": {"instance_id": task.instance_id}},
-        budget=JobBudget(tokens=0, seconds=0, cancel=ctx.cancel),  # no job-wide budget: the agent's own limits
+        cancel=ctx.cancel,  # no job-wide budget (`ceilings=False`): the agent's own limits
         parallel=ctx.attempt_workers or 0,
     )
     text = cap(clean(task.problem_statement), MAX_TASK_CHARS)

@@ -80,7 +80,7 @@ def _plan(tmp_path: Path, sandbox: FakeSandbox) -> AttemptPlan:
         make_model=lambda _config: ScriptedModel([bash("true")]),
         trajectory_path=lambda run_id: tmp_path / run_id / "trajectory.json",
         meta={},
-        budget=JobBudget(tokens=0, seconds=0, cancel=threading.Event()),
+        cancel=threading.Event(),
     )
 
 

@@ -43,6 +43,14 @@ def test_the_limits_come_from_the_repository_then_the_deployment_then_the_file(t
     assert limits(settings(tmp_path), RepoConfig()) == (11, 12, 13)
 
 
+def test_the_jobs_total_budget_is_the_deployments_and_the_operators_own_tasks_have_none(tmp_path: Path) -> None:
+    deployment = settings(tmp_path, max_tokens=1000, max_wall_time=60)
+    job = resolve(deployment, FILE, RepoConfig())
+    assert (job.job_tokens, job.job_seconds) == (1000, 60)  # the App and `mini-fix run`
+    own = resolve(deployment, FILE, RepoConfig(), ceilings=False)
+    assert (own.job_tokens, own.job_seconds) == (0, 0)  # eval: the agent's own limits only
+
+
 def test_the_sandbox_outlives_the_agents_wall_time(tmp_path: Path) -> None:
     resolved = resolve(settings(tmp_path), FILE, RepoConfig(limits=Limits(wall_time=3600)))
     assert resolved.sandbox.wall_time_seconds >= 3600 + 900

@@ -59,6 +59,10 @@ class RunConfig:
     """Whether a setup phase gets a network (the filtering proxy)."""
     caps: ChangeCaps
     max_export_bytes: int
+    job_tokens: int = 0
+    """The job's total over all its attempts (MINIFIX_MAX_TOKENS); 0: none, the agent's own limits only (eval)."""
+    job_seconds: float = 0
+    """The job's wall time over all its attempts (MINIFIX_MAX_WALL_TIME); 0: none (eval)."""
     notes: tuple[str, ...] = ()
 
     @property
@@ -96,6 +100,8 @@ def resolve(
         setup_network=networked,
         caps=ChangeCaps(settings.max_changed_files, settings.max_changed_bytes),
         max_export_bytes=settings.max_export_bytes,
+        job_tokens=settings.max_tokens if ceilings else 0,  # the operator's own tasks: no job-wide budget
+        job_seconds=settings.max_wall_time if ceilings else 0,
         notes=tuple([*notes, note] if note else notes),
     )
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 from functools import partial
 
 from bot.agent.loop import StepEvent
-from bot.pipeline.admit.capacity import JobBudget
 from bot.pipeline.admit.runconfig import RunConfig
 from bot.pipeline.attempts.plan import AttemptPlan
 from bot.pipeline.deps import PipelineDeps
@@ -16,9 +15,6 @@ from bot.pipeline.state import RunState
 def plan_for(state: RunState, deps: PipelineDeps, resolved: RunConfig) -> AttemptPlan:
     """What the job's attempts share: sandbox, agent, model, budgets, slots, trajectory places, progress."""
     settings = deps.settings
-    budget = JobBudget(
-        tokens=settings.max_tokens, seconds=settings.max_wall_time, cancel=state.cancel, clock=deps.clock
-    )
     return AttemptPlan.of(
         resolved,
         run_id=state.run["run_id"],
@@ -33,7 +29,8 @@ def plan_for(state: RunState, deps: PipelineDeps, resolved: RunConfig) -> Attemp
             "model": state.model.model_name,
             "profile": state.agent.profile,
         },
-        budget=budget,
+        cancel=state.cancel,
+        clock=deps.clock,
         slots=deps.sandbox_slots,
         mirror=deps.save_trajectory,
         on_step=partial(on_step, state.status),

@@ -3,6 +3,8 @@ for every driver), what each attempt leaves (`Attempt`), and the per-attempt run
 
 from __future__ import annotations
 
+import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -105,7 +107,8 @@ class AttemptPlan:
         make_model: Callable[[ModelConfig], Model],
         trajectory_path: Callable[[str], Path],
         meta: dict[str, Any],
-        budget: JobBudget,
+        cancel: threading.Event,
+        clock: Callable[[], float] = time.monotonic,
         slots: SandboxSlots | None = None,
         mirror: Callable[[str, str], None] | None = None,
         on_step: Callable[[int, StepEvent], None] = _no_step,
@@ -115,7 +118,8 @@ class AttemptPlan:
         """The one way a plan is made, for the App, `mini-fix run` and `mini-fix eval`: what the run configuration
         settles (attempts, sandbox, agent, model, repository config, setup network, caps) from `resolved`; the tests
         from `tested` (`infer.resolve` of `resolved.repo`; None: not known before the clone); what is the driver's
-        own (sandboxes, model client, trajectory places, budget, slots, progress) given."""
+        own (sandboxes, model client, trajectory places, cancel flag, slots, progress) given. The job's budget is
+        the run configuration's (`job_tokens`, `job_seconds`), watched on the driver's cancel flag and clock."""
         plan = cls(
             count=resolved.attempts,
             run_id=run_id,
@@ -129,7 +133,7 @@ class AttemptPlan:
             max_export_bytes=resolved.max_export_bytes,
             trajectory_path=trajectory_path,
             meta=meta,
-            budget=budget,
+            budget=JobBudget(tokens=resolved.job_tokens, seconds=resolved.job_seconds, cancel=cancel, clock=clock),
             slots=slots or SandboxSlots(0),
             mirror=mirror,
             on_step=on_step,
