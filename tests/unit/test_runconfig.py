@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from bot.agent.config import DEFAULT_CONFIG_PATH, MiniFixAgentConfig, load_config, load_specs
-from bot.pipeline.admit.runconfig import Flags, resolve, with_setup
+from bot.pipeline.admit.runconfig import Flags, ci_limit, effective_label, resolve, with_setup
 from bot.repo_config.devcontainer import Devcontainer
 from bot.repo_config.schema import Limits, RepoConfig
 from bot.settings import Settings
@@ -183,3 +183,10 @@ def test_the_run_configuration_is_frozen_and_its_inputs_untouched(tmp_path: Path
     with pytest.raises(dataclasses.FrozenInstanceError):
         resolved.attempts = 2  # type: ignore[misc]
     assert file.model_dump() == before and resolved.agent.agent.step_limit == 3
+
+
+def test_the_trigger_label_and_the_ci_bound_are_decided_here(tmp_path: Path) -> None:
+    deployment = settings(tmp_path, label="fix-me", max_ci_followups=3)
+    assert effective_label(deployment, RepoConfig()) == "fix-me"
+    assert effective_label(deployment, RepoConfig(label="bot")) == "bot"
+    assert (ci_limit(RepoConfig(), deployment), ci_limit(RepoConfig(ci_followups=9), deployment)) == (2, 3)

@@ -11,6 +11,7 @@ import structlog
 from bot.github.gateway import GitHubError, GitHubGateway
 from bot.jobs import Job, JobKind, JobOutcome, JobStatus
 from bot.ledger.sql import ORG_WIDE
+from bot.pipeline.admit.runconfig import effective_label
 from bot.pipeline.publish import gitops
 from bot.pipeline.task.issue import MAX_GUIDANCE_CHARS, cap, clean
 from bot.render import render
@@ -55,11 +56,6 @@ def reader(
 ) -> GitHubReader:
     """The job's config reader (see GitHubReader)."""
     return GitHubReader(github, installation_id, home, repo)
-
-
-def effective_label(settings: Settings, config: RepoConfig) -> str:
-    """The repository's trigger label."""
-    return config.label or settings.label
 
 
 def remember(loaded: LoadedConfig, repo: str, remember_label: RememberLabel | None) -> None:

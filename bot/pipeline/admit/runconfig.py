@@ -18,7 +18,7 @@ from bot.pipeline.admit.ceilings import clamp
 from bot.pipeline.attempts.change import ChangeCaps
 from bot.repo_config import devcontainer as devcontainers
 from bot.repo_config import setup_infer
-from bot.repo_config.schema import RepoConfig
+from bot.repo_config.schema import DEFAULT_CI_FOLLOWUPS, RepoConfig
 from bot.repo_config.setup_infer import ONLINE_ENV
 from bot.settings import Settings
 from sandbox.base import SandboxConfig
@@ -170,6 +170,18 @@ def _attempts(settings: Settings, repo: RepoConfig, flags: Flags, ceilings: bool
         return asked, ""
     source = f"--attempts {asked}" if flags.attempts else f"MINIFIX_AGENT_ATTEMPTS={asked}"
     return top, f"`{source}` {ATTEMPTS_CEILING}; used {top}"
+
+
+def effective_label(settings: Settings, config: RepoConfig) -> str:
+    """The repository's trigger label: its `label:`, else MINIFIX_LABEL."""
+    return config.label or settings.label
+
+
+def ci_limit(config: RepoConfig, settings: Settings) -> int:
+    """CI follow-ups allowed per PR between a person's runs: the repository's `ci_followups:` (else the default),
+    within the operator's ceiling (MINIFIX_MAX_CI_FOLLOWUPS)."""
+    wanted = DEFAULT_CI_FOLLOWUPS if config.ci_followups is None else config.ci_followups
+    return min(wanted, settings.max_ci_followups)
 
 
 def with_setup(resolved: RunConfig, checkout: Path, settings: Settings) -> tuple[RunConfig, setup_infer.SetupPlan]:

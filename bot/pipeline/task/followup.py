@@ -14,11 +14,12 @@ import structlog
 
 from bot.github.gateway import GitHubGateway, PullRequest, RateLimited, Review
 from bot.jobs import AddressedAsk, AddressedComment, Job, JobKind, JobOutcome, JobStatus
+from bot.pipeline.admit.runconfig import ci_limit
 from bot.pipeline.task.ci_evidence import CiEvidence, read_evidence
 from bot.pipeline.task.issue import MAX_GUIDANCE_CHARS, cap, clean
 from bot.pipeline.task.untrusted import plain, quoted
 from bot.render import render
-from bot.repo_config.schema import DEFAULT_CI_FOLLOWUPS, RepoConfig
+from bot.repo_config.schema import RepoConfig
 from bot.settings import Settings
 
 FOLLOWUPS = (JobKind.CI, JobKind.REVIEW)
@@ -78,12 +79,6 @@ def recheck_pr(job: Job, gh: GitHubGateway) -> str | None:
 def requester_role(job: Job, gh: GitHubGateway) -> str:
     """The requester's role; a `ci` follow-up's requester is the App itself (`gate` checked), which may run it."""
     return "write" if job.kind == JobKind.CI else gh.permission(job.requester)
-
-
-def ci_limit(config: RepoConfig, settings: Settings) -> int:
-    """CI follow-ups allowed per PR between a person's runs: the repository's, within the operator's ceiling."""
-    wanted = DEFAULT_CI_FOLLOWUPS if config.ci_followups is None else config.ci_followups
-    return min(wanted, settings.max_ci_followups)
 
 
 def ci_done(jobs: list[Job], job_id: str) -> int:
