@@ -1,4 +1,5 @@
-"""`ci` and `review` follow-ups in the worker: may one run, what new information its task gets, what it answers.
+"""`ci` and `review` follow-ups in the worker: may one run, what new information its task gets, what it answers
+(each kind's object, `kinds.py`, calls what here is its own).
 
 A follow-up is a job like any other (status comment, ledger, trajectory, `/agent stop`); this module adds what is
 its own. Everything it reads from CI or a review is untrusted: quoted through `bot.pipeline.task.untrusted`.
@@ -74,11 +75,6 @@ def recheck_pr(job: Job, gh: GitHubGateway) -> str | None:
     if job.kind not in FOLLOWUPS:
         return None
     return pr_ended(job, gh.get_pr(pull_of(job)), gh, when="while this run worked")
-
-
-def requester_role(job: Job, gh: GitHubGateway) -> str:
-    """The requester's role; a `ci` follow-up's requester is the App itself (`gate` checked), which may run it."""
-    return "write" if job.kind == JobKind.CI else gh.permission(job.requester)
 
 
 def ci_done(jobs: list[Job], job_id: str) -> int:
