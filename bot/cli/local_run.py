@@ -12,16 +12,16 @@ from pathlib import Path
 
 from bot.agent.config import missing_api_base
 from bot.agent.loop import StepEvent
-from bot.eval.hostgit import GitFailed, base_checkout, git
-from bot.eval.quarantine import quarantined
-from bot.pipeline.admit.runconfig import Flags, RunConfig, resolve, with_setup
 from bot.pipeline.attempts.engine import started
 from bot.pipeline.attempts.execute import SANDBOX_FAILURES
 from bot.pipeline.attempts.exits import SUBMITTED, exit_for
 from bot.pipeline.attempts.plan import Attempt, AttemptPlan
 from bot.pipeline.attempts.setup_cache import RepoSetup, SetupOptions
+from bot.pipeline.git.hostgit import GitFailed, base_checkout, git
+from bot.pipeline.git.quarantine import quarantined
 from bot.pipeline.judge.judgement import Checks, Judgement, judge
 from bot.pipeline.publish.prtext import attempts_table
+from bot.pipeline.runconfig import Flags, RunConfig, resolve, with_setup
 from bot.pipeline.runtime import Runtime, print_ignored
 from bot.repo_config import infer
 from bot.repo_config.load import ConfigError, load_repo_config

@@ -18,7 +18,6 @@ from pathlib import Path
 from typing import Any
 
 from bot.eval.grade import Grade
-from bot.eval.hostgit import GitFailed, base_checkout
 from bot.eval.solve import (
     RETRIED_ON_RESUME,
     EvalContext,
@@ -31,7 +30,8 @@ from bot.eval.solve import (
 )
 from bot.eval.tasks import EvalTask
 from bot.pipeline.attempts.plan import Attempt
-from bot.pipeline.judge.candidates import Candidate, Choice
+from bot.pipeline.candidates import Candidate, Choice
+from bot.pipeline.git.hostgit import GitFailed, base_checkout
 from bot.pipeline.judge.judgement import judge
 from bot.pipeline.judge.ranking import reproductions_passed
 from bot.trajectory import annotate_trajectory

@@ -7,9 +7,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bot.eval.hostgit import GitFailed, apply_patch, base_checkout
 from bot.eval.tasks import EvalTask
 from bot.pipeline.errors import SetupFailed
+from bot.pipeline.git.hostgit import GitFailed, apply_patch, base_checkout
 from bot.pipeline.judge.testbed import SandboxFactory, prepared, run_tests
 from sandbox.base import SandboxConfig, SandboxError
 

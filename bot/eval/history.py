@@ -14,8 +14,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from bot.eval.hostgit import END, GitFailed, commit_parts, diff_in, git
-from bot.eval.quarantine import quarantined
+from bot.pipeline.git.hostgit import END, GitFailed, commit_parts, diff_in, git
+from bot.pipeline.git.quarantine import quarantined
 from bot.pipeline.judge import reproduce
 from bot.repo_config.infer import TEST_PATHS
 

@@ -23,10 +23,10 @@ from pathlib import Path
 from typing import Any
 
 from bot.eval.history import Candidate, linked_issue, load_issues, scan
-from bot.eval.hostgit import GitFailed, apply_patch, base_checkout
 from bot.eval.tasks import EvalTask
 from bot.pipeline.attempts.execute import TEST_TIMEOUT
 from bot.pipeline.errors import SetupFailed
+from bot.pipeline.git.hostgit import GitFailed, apply_patch, base_checkout
 from bot.pipeline.judge import reproduce
 from bot.pipeline.judge.testbed import SandboxFactory, prepared, run_tests, test_command
 from bot.repo_config import runners

@@ -5,10 +5,10 @@ from __future__ import annotations
 import argparse
 import sys
 
-from bot.eval.hostgit import GitFailed
 from bot.eval.mine import MineRequest, mine, write_summary
 from bot.eval.tasks import write_tasks
-from bot.pipeline.admit.runconfig import resolve
+from bot.pipeline.git.hostgit import GitFailed
+from bot.pipeline.runconfig import resolve
 from bot.pipeline.runtime import Runtime
 from bot.repo_config.schema import RepoConfig
 from bot.settings import Settings

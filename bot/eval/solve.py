@@ -15,16 +15,16 @@ from bot.agent.config import MiniFixAgentConfig, ModelConfig
 from bot.agent.loop import AgentResult
 from bot.agent.model_base import Model
 from bot.eval.grade import Grade, grade
-from bot.eval.hostgit import GitFailed, base_checkout
 from bot.eval.tasks import EvalTask
 from bot.pipeline.admit.gate import guidance
-from bot.pipeline.admit.runconfig import NO_FLAGS, Flags, RunConfig, resolve
 from bot.pipeline.attempts.engine import started
 from bot.pipeline.attempts.exits import SUBMITTED
 from bot.pipeline.attempts.plan import Attempt, AttemptPlan, attempt_run_id
 from bot.pipeline.errors import RunFailed
+from bot.pipeline.git.hostgit import GitFailed, base_checkout
 from bot.pipeline.judge.judgement import Checks, judge
 from bot.pipeline.judge.testbed import SandboxFactory
+from bot.pipeline.runconfig import NO_FLAGS, Flags, RunConfig, resolve
 from bot.pipeline.task.issue import MAX_TASK_CHARS, cap, clean
 from bot.repo_config import infer
 from bot.repo_config.schema import RepoConfig

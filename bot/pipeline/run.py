@@ -12,18 +12,19 @@ import structlog
 
 from bot.github.gateway import GitHubError, GitHubGateway, Issue, RateLimited, RepoInfo, can_write
 from bot.jobs import SHUTDOWN_REASON, Job, JobOutcome, JobStatus, Outcome, RunInfo, cancel_reason
+from bot.pipeline import jobplan
 from bot.pipeline.admit.control import run_control
 from bot.pipeline.admit.deferral import rate_limited
 from bot.pipeline.admit.gate import admit, guidance, reader
-from bot.pipeline.admit.runconfig import RunConfig, resolve, with_setup
-from bot.pipeline.attempts import engine, execute, jobplan
+from bot.pipeline.attempts import engine, execute
 from bot.pipeline.attempts.plan import Attempt, AttemptPlan
 from bot.pipeline.attempts.setup_cache import RepoSetup, SetupOptions, cache_owner
 from bot.pipeline.deps import PipelineDeps
 from bot.pipeline.errors import RunFailed
+from bot.pipeline.git import gitops
 from bot.pipeline.judge.judgement import Checks, Judgement, judge
 from bot.pipeline.judge.ranking import dropped_text
-from bot.pipeline.publish import branch, gitops
+from bot.pipeline.publish import branch
 from bot.pipeline.publish.outbound import RedactingGateway
 from bot.pipeline.publish.pr import (
     WIP_PREFIX,
@@ -35,10 +36,11 @@ from bot.pipeline.publish.pr import (
     wip_note,
 )
 from bot.pipeline.publish.prtext import attempts_table, dropped_notes, evidence
-from bot.pipeline.publish.report import report, run_link
 from bot.pipeline.publish.status import StatusComment
 from bot.pipeline.publish.tokens import FreshToken
 from bot.pipeline.publish.whole import WholeDiff, whole_diff
+from bot.pipeline.report import report, run_link
+from bot.pipeline.runconfig import RunConfig, resolve, with_setup
 from bot.pipeline.state import RunState
 from bot.pipeline.task import asks
 from bot.pipeline.task.issue import clean

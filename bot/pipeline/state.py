@@ -9,7 +9,7 @@ from bot.agent.config import MiniFixAgentConfig, ModelConfig
 from bot.agent.loop import AgentResult
 from bot.github.gateway import GitHubGateway
 from bot.jobs import Job, RunInfo
-from bot.pipeline.judge.candidates import Candidate
+from bot.pipeline.candidates import Candidate
 from bot.pipeline.publish.pr import Published
 from bot.pipeline.publish.status import StatusComment
 from bot.pipeline.task.kinds import Kind

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from bot.eval.history import scan
-from bot.eval.hostgit import GitFailed, base_checkout, commit_parts, diff
-from bot.eval.quarantine import quarantined
+from bot.pipeline.git.hostgit import GitFailed, base_checkout, commit_parts, diff
+from bot.pipeline.git.quarantine import quarantined
 
 
 def _sh(repo: Path, *args: str, stdin: bytes | None = None) -> str:
@@ -103,7 +103,7 @@ def test_a_revision_that_looks_like_an_option_reaches_git_as_a_revision(tmp_path
 
 def test_the_workers_git_reads_a_revision_as_a_revision(tmp_path: Path, victim: Path) -> None:
     from bot.pipeline.errors import GitError
-    from bot.pipeline.publish import gitops
+    from bot.pipeline.git import gitops
 
     repo, _, base = _repo(tmp_path)
     for call in (

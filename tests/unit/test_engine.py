@@ -11,10 +11,10 @@ import pytest
 from bot.agent.config import ModelConfig, load_config
 from bot.agent.model_base import Model
 from bot.jobs import Outcome
-from bot.pipeline.admit.capacity import JobBudget, Turns
-from bot.pipeline.admit.runconfig import RunConfig, resolve
 from bot.pipeline.attempts.engine import started
 from bot.pipeline.attempts.plan import AttemptPlan
+from bot.pipeline.capacity import JobBudget, Turns
+from bot.pipeline.runconfig import RunConfig, resolve
 from bot.repo_config import infer
 from bot.repo_config.schema import RepoConfig
 from bot.settings import Settings

@@ -9,9 +9,9 @@ import pytest
 
 from bot.eval.compare import compare, render_comparison
 from bot.eval.history import is_code_path, is_test_path, linked_issue, scan
-from bot.eval.hostgit import GitFailed, apply_patch, base_checkout, git
 from bot.eval.store import OutputInUse, ResultStore
 from bot.eval.tasks import load_tasks
+from bot.pipeline.git.hostgit import GitFailed, apply_patch, base_checkout, git
 from tests.support.eval_repo import build_repo
 
 TASK = {"instance_id": "a-1", "base_commit": "abc123", "problem_statement": "p", "git": "/x"}

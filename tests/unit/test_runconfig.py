@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from bot.agent.config import DEFAULT_CONFIG_PATH, MiniFixAgentConfig, load_config, load_specs
-from bot.pipeline.admit.runconfig import Flags, ci_limit, effective_label, resolve, with_setup
+from bot.pipeline.runconfig import Flags, ci_limit, effective_label, resolve, with_setup
 from bot.repo_config.devcontainer import Devcontainer
 from bot.repo_config.schema import Limits, RepoConfig
 from bot.settings import Settings

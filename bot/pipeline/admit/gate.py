@@ -11,14 +11,14 @@ import structlog
 from bot.github.gateway import GitHubError, GitHubGateway
 from bot.jobs import Job, JobKind, JobOutcome, JobStatus
 from bot.ledger.sql import ORG_WIDE
-from bot.pipeline.admit.runconfig import effective_label
-from bot.pipeline.publish import gitops
+from bot.pipeline.git import gitops
+from bot.pipeline.runconfig import effective_label
 from bot.pipeline.task.issue import MAX_GUIDANCE_CHARS, cap, clean
+from bot.policy import queue_full_outcome
 from bot.render import render
 from bot.repo_config.load import ORG_REPO, ConfigError, LoadedConfig, Reader, load_repo_config
 from bot.repo_config.schema import RepoConfig
 from bot.settings import Settings
-from bot.webhooks.policy import queue_full_outcome
 
 AGENTS_FILE = "AGENTS.md"
 MAX_AGENTS_BYTES = 256 << 10

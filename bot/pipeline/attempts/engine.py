@@ -19,13 +19,13 @@ import structlog
 
 from bot.agent.loop import AgentResult, StepEvent
 from bot.jobs import Outcome
-from bot.pipeline.admit.capacity import Turns
 from bot.pipeline.attempts import execute, exits
-from bot.pipeline.attempts.change import Change
 from bot.pipeline.attempts.execute import EarlySandbox
 from bot.pipeline.attempts.plan import Attempt, AttemptPlan, attempt_run_id, model_for, temperature_for
+from bot.pipeline.candidates import Candidate
+from bot.pipeline.capacity import Turns
+from bot.pipeline.change import Change
 from bot.pipeline.errors import RunFailed
-from bot.pipeline.judge.candidates import Candidate
 from bot.trajectory import TrajectoryWriter
 from sandbox.base import Sandbox
 

@@ -14,11 +14,11 @@ from bot.agent.config import MiniFixAgentConfig, ModelConfig
 from bot.agent.loop import AgentResult, StepEvent
 from bot.agent.model_base import Model
 from bot.jobs import Outcome
-from bot.pipeline.admit.capacity import JobBudget, SandboxSlots
-from bot.pipeline.admit.runconfig import RunConfig
-from bot.pipeline.attempts.change import ChangeCaps
+from bot.pipeline.candidates import Candidate
+from bot.pipeline.capacity import JobBudget, SandboxSlots
+from bot.pipeline.change import ChangeCaps
 from bot.pipeline.errors import RunFailed
-from bot.pipeline.judge.candidates import Candidate
+from bot.pipeline.runconfig import RunConfig
 from bot.repo_config.infer import TestPlan
 from bot.repo_config.schema import RepoConfig
 from sandbox.base import Sandbox, SandboxConfig

@@ -14,11 +14,11 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from bot.pipeline.admit.capacity import SandboxSlots
 from bot.pipeline.attempts import exits
 from bot.pipeline.attempts.plan import Attempt, AttemptPlan
+from bot.pipeline.candidates import Candidate, Choice, refusals
+from bot.pipeline.capacity import SandboxSlots
 from bot.pipeline.errors import RunFailed
-from bot.pipeline.judge.candidates import Candidate, Choice, refusals
 from bot.pipeline.judge.ranking import choose
 from bot.pipeline.judge.testbed import SandboxFactory
 from bot.pipeline.judge.verdicts import none_acceptable, partial_work, record_verdicts

@@ -35,11 +35,12 @@ from typing import Any
 
 import structlog
 
-from bot.pipeline.admit.capacity import SandboxSlots
+from bot.pipeline.attempts import testrun
 from bot.pipeline.attempts.execute import OUTPUT_TAIL, TEST_TIMEOUT, closed_on_cancel, run_test
+from bot.pipeline.candidates import Candidate, DroppedTests, Reproduction, Verdict
+from bot.pipeline.capacity import SandboxSlots
 from bot.pipeline.errors import GitError, RunFailed, SetupFailed
-from bot.pipeline.judge import dropped, reproduce, testrun, trees
-from bot.pipeline.judge.candidates import Candidate, DroppedTests, Reproduction, Verdict
+from bot.pipeline.judge import dropped, reproduce, trees
 from bot.pipeline.judge.testbed import SandboxFactory, prepared
 from bot.repo_config.schema import RepoConfig
 from sandbox.base import Sandbox, SandboxConfig, SandboxError

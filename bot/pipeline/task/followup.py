@@ -15,7 +15,7 @@ import structlog
 
 from bot.github.gateway import GitHubGateway, PullRequest, RateLimited, Review
 from bot.jobs import AddressedAsk, AddressedComment, Job, JobKind, JobOutcome, JobStatus
-from bot.pipeline.admit.runconfig import ci_limit
+from bot.pipeline.runconfig import ci_limit
 from bot.pipeline.task.ci_evidence import CiEvidence, read_evidence
 from bot.pipeline.task.issue import MAX_GUIDANCE_CHARS, cap, clean
 from bot.pipeline.task.untrusted import plain, quoted

@@ -10,9 +10,9 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from bot.eval.quarantine import quarantined
 from bot.pipeline.errors import GitError
-from bot.pipeline.publish.gitops import git_bytes
+from bot.pipeline.git.gitops import git_bytes
+from bot.pipeline.git.quarantine import quarantined
 
 GitFailed = GitError
 """A git step failed; the message says which and git's own reason (the worker's own git error)."""

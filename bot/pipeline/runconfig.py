@@ -14,8 +14,8 @@ from pydantic import SecretStr
 
 from bot.agent import profiles
 from bot.agent.config import MiniFixAgentConfig, ModelConfig
-from bot.pipeline.admit.ceilings import clamp
-from bot.pipeline.attempts.change import ChangeCaps
+from bot.pipeline.ceilings import clamp
+from bot.pipeline.change import ChangeCaps
 from bot.repo_config import devcontainer as devcontainers
 from bot.repo_config import setup_infer
 from bot.repo_config.schema import DEFAULT_CI_FOLLOWUPS, RepoConfig

@@ -5,10 +5,10 @@ from __future__ import annotations
 from functools import partial
 
 from bot.agent.loop import StepEvent
-from bot.pipeline.admit.runconfig import RunConfig
 from bot.pipeline.attempts.plan import AttemptPlan
 from bot.pipeline.deps import PipelineDeps
 from bot.pipeline.publish.status import StatusComment
+from bot.pipeline.runconfig import RunConfig
 from bot.pipeline.state import RunState
 
 
