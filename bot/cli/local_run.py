@@ -17,7 +17,8 @@ from bot.pipeline.attempts.execute import SANDBOX_FAILURES
 from bot.pipeline.attempts.exits import SUBMITTED, exit_for
 from bot.pipeline.attempts.plan import Attempt, AttemptPlan
 from bot.pipeline.attempts.setup_cache import RepoSetup, SetupOptions
-from bot.pipeline.git.hostgit import GitFailed, base_checkout, git
+from bot.pipeline.git.gitops import GitError
+from bot.pipeline.git.hostgit import base_checkout, git
 from bot.pipeline.git.quarantine import quarantined
 from bot.pipeline.judge.judgement import Checks, Judgement, judge
 from bot.pipeline.publish.prtext import attempts_table
@@ -78,7 +79,7 @@ def check_checkout(repo: Path) -> str | None:
     try:
         with quarantined(repo) as git_dir:
             git(["rev-parse", "--verify", "-q", "HEAD^{commit}"], git_dir=git_dir)
-    except GitFailed as exc:
+    except GitError as exc:
         if "not a git repository" in str(exc):
             return f"--repo {repo} is not a git checkout: run `git init` there first"
         return f"--repo {repo} has no commit yet: the change is diffed against HEAD"

@@ -31,7 +31,8 @@ from bot.eval.solve import (
 from bot.eval.tasks import EvalTask
 from bot.pipeline.attempts.plan import Attempt
 from bot.pipeline.candidates import Candidate, Choice
-from bot.pipeline.git.hostgit import GitFailed, base_checkout
+from bot.pipeline.git.gitops import GitError
+from bot.pipeline.git.hostgit import base_checkout
 from bot.pipeline.judge.judgement import judge
 from bot.pipeline.judge.ranking import reproductions_passed
 from bot.trajectory import annotate_trajectory
@@ -48,7 +49,7 @@ def solve_attempts(task: EvalTask, ctx: EvalContext, attempts: int) -> dict[str,
         tmp, checkout = Path(name), Path(name) / "repo"
         try:
             base_checkout(task.git, task.base_commit, checkout)
-        except GitFailed as exc:
+        except GitError as exc:
             return record | error_record(exc, started)
         trajectory = partial(attempt_trajectory, ctx, task)
         repo = tested(task, checkout)  # inferred once: the first message names its test, and it ranks the attempts

@@ -21,7 +21,8 @@ from bot.pipeline.attempts.engine import started
 from bot.pipeline.attempts.exits import SUBMITTED
 from bot.pipeline.attempts.plan import Attempt, AttemptPlan, attempt_run_id
 from bot.pipeline.errors import RunFailed
-from bot.pipeline.git.hostgit import GitFailed, base_checkout
+from bot.pipeline.git.gitops import GitError
+from bot.pipeline.git.hostgit import base_checkout
 from bot.pipeline.judge.judgement import Checks, judge
 from bot.pipeline.judge.testbed import SandboxFactory
 from bot.pipeline.runconfig import NO_FLAGS, Flags, RunConfig, resolve
@@ -72,7 +73,7 @@ def solve(task: EvalTask, ctx: EvalContext) -> dict[str, Any]:
         checkout = Path(tmp) / "repo"
         try:
             base_checkout(task.git, task.base_commit, checkout)
-        except GitFailed as exc:
+        except GitError as exc:
             return record | error_record(exc, started)
         path = ctx.trajectory_path(task)
         repo = tested(task, checkout)

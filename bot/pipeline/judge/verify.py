@@ -39,7 +39,8 @@ from bot.pipeline.attempts import testrun
 from bot.pipeline.attempts.execute import OUTPUT_TAIL, TEST_TIMEOUT, closed_on_cancel, run_test
 from bot.pipeline.candidates import Candidate, DroppedTests, Reproduction, Verdict
 from bot.pipeline.capacity import SandboxSlots
-from bot.pipeline.errors import GitError, RunFailed, SetupFailed
+from bot.pipeline.errors import RunFailed, SetupFailed
+from bot.pipeline.git.gitops import GitError
 from bot.pipeline.judge import dropped, reproduce, trees
 from bot.pipeline.judge.testbed import SandboxFactory, prepared
 from bot.repo_config.schema import RepoConfig

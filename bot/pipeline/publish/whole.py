@@ -16,8 +16,8 @@ from pathlib import Path
 import structlog
 
 from bot.pipeline.candidates import DroppedTests
-from bot.pipeline.errors import GitError
 from bot.pipeline.git import diffpaths, gitops
+from bot.pipeline.git.gitops import GitError
 from bot.pipeline.judge import dropped
 
 log = structlog.get_logger()
