@@ -28,7 +28,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bot.pipeline.attempts import execute  # noqa: E402
-from bot.pipeline.attempts.change import ChangeCaps  # noqa: E402
+from bot.pipeline.change import ChangeCaps  # noqa: E402
 from bot.pipeline.errors import RunFailed  # noqa: E402
 from sandbox.base import SandboxConfig  # noqa: E402
 from sandbox.docker import DockerSandbox  # noqa: E402

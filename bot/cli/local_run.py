@@ -12,17 +12,17 @@ from pathlib import Path
 
 from bot.agent.config import missing_api_base
 from bot.agent.loop import StepEvent
-from bot.eval.hostgit import GitFailed, base_checkout, git
-from bot.eval.quarantine import quarantined
-from bot.pipeline.admit.capacity import JobBudget
-from bot.pipeline.admit.runconfig import Flags, RunConfig, resolve, with_setup
 from bot.pipeline.attempts.engine import started
 from bot.pipeline.attempts.execute import SANDBOX_FAILURES
 from bot.pipeline.attempts.exits import SUBMITTED, exit_for
 from bot.pipeline.attempts.plan import Attempt, AttemptPlan
 from bot.pipeline.attempts.setup_cache import RepoSetup, SetupOptions
+from bot.pipeline.git.gitops import GitError
+from bot.pipeline.git.hostgit import base_checkout, git
+from bot.pipeline.git.quarantine import quarantined
 from bot.pipeline.judge.judgement import Checks, Judgement, judge
 from bot.pipeline.publish.prtext import attempts_table
+from bot.pipeline.runconfig import Flags, RunConfig, resolve, with_setup
 from bot.pipeline.runtime import Runtime, print_ignored
 from bot.repo_config import infer
 from bot.repo_config.load import ConfigError, load_repo_config
@@ -79,7 +79,7 @@ def check_checkout(repo: Path) -> str | None:
     try:
         with quarantined(repo) as git_dir:
             git(["rev-parse", "--verify", "-q", "HEAD^{commit}"], git_dir=git_dir)
-    except GitFailed as exc:
+    except GitError as exc:
         if "not a git repository" in str(exc):
             return f"--repo {repo} is not a git checkout: run `git init` there first"
         return f"--repo {repo} has no commit yet: the change is diffed against HEAD"
@@ -134,8 +134,7 @@ def run_local(request: LocalRunRequest, settings: Settings) -> int:
     if count > 1:
         print(f"{count} attempts in parallel; each one's files go in {output}/{run_id}-<k>/")
     stop = threading.Event()
-    plan = _attempt_plan(request, settings, resolved, run_id, output, stop, tolerant=setup.inferred)
-    plan.testing = testing.template_vars()
+    plan = _attempt_plan(request, settings, resolved, testing, run_id, output, stop, tolerant=setup.inferred)
     judgement = _run_attempts(request, settings, plan, stop)
     return _write(judgement, output, count)  # a sandbox that fails ends its attempt: exit 3 when none ran
 
@@ -145,14 +144,14 @@ def _run_attempts(request: LocalRunRequest, settings: Settings, plan: AttemptPla
     with tempfile.TemporaryDirectory(prefix=f"mini-fix-{plan.run_id}-") as tmp, started(plan) as attempts:
         checkout = own_checkout(request.repo, Path(tmp) / "own-checkout")
         runs = attempts.run(request.task, checkout, Path(tmp), settings.secrets)
-        checks = Checks(checkout, plan.factory, plan.sandbox_config, plan.config, plan.run_id, Path(tmp), stop)
-        return judge(runs, checks, secrets=settings.secrets)
+        return judge(runs, Checks.of(plan, checkout, Path(tmp)), secrets=settings.secrets)
 
 
 def _attempt_plan(
     request: LocalRunRequest,
     settings: Settings,
     resolved: RunConfig,
+    testing: infer.TestPlan,
     run_id: str,
     output: Path,
     stop: threading.Event,
@@ -164,18 +163,18 @@ def _attempt_plan(
     runtime, count = Runtime(settings), resolved.attempts
     options = SetupOptions.from_settings(settings)
     setup = RepoSetup(str(request.repo.resolve()), options, on_report=_said, tolerant=tolerant, trust_clean_trees=True)
-    plan = AttemptPlan.of(
+    return AttemptPlan.of(
         resolved,
+        (resolved.repo, testing),  # the checkout's tests, inferred before the configuration was resolved
         run_id=run_id,
         factory=setup.bind(runtime.sandboxes()),  # the App's setup time limit and cache, for attempts and verify
         make_model=runtime.model,
         trajectory_path=lambda rid: output / "trajectory.json" if rid == run_id else output / rid / "trajectory.json",
         meta={"repo": str(request.repo.resolve()), "profile": resolved.profile},
-        budget=JobBudget(tokens=settings.max_tokens, seconds=settings.max_wall_time, cancel=stop),
+        cancel=stop,
+        on_step=lambda k, event: print_step(event, attempt=k if count > 1 else None),
+        on_end=lambda k, how: print(f"attempt {k}: {how}", flush=True) if count > 1 else None,
     )
-    plan.on_step = lambda k, event: print_step(event, attempt=k if count > 1 else None)
-    plan.on_end = lambda k, how: print(f"attempt {k}: {how}", flush=True) if count > 1 else None
-    return plan
 
 
 def _said(summary: str) -> None:

@@ -18,7 +18,6 @@ from pathlib import Path
 from typing import Any
 
 from bot.eval.grade import Grade
-from bot.eval.hostgit import GitFailed, base_checkout
 from bot.eval.solve import (
     RETRIED_ON_RESUME,
     EvalContext,
@@ -26,14 +25,15 @@ from bot.eval.solve import (
     error_record,
     grade_patch,
     run_attempts,
-    sandbox_config,
     since,
     tested,
 )
 from bot.eval.tasks import EvalTask
 from bot.pipeline.attempts.plan import Attempt
-from bot.pipeline.judge.candidates import Candidate, Choice
-from bot.pipeline.judge.judgement import Checks, judge
+from bot.pipeline.candidates import Candidate, Choice
+from bot.pipeline.git.gitops import GitError
+from bot.pipeline.git.hostgit import base_checkout
+from bot.pipeline.judge.judgement import judge
 from bot.pipeline.judge.ranking import reproductions_passed
 from bot.trajectory import annotate_trajectory
 
@@ -49,13 +49,13 @@ def solve_attempts(task: EvalTask, ctx: EvalContext, attempts: int) -> dict[str,
         tmp, checkout = Path(name), Path(name) / "repo"
         try:
             base_checkout(task.git, task.base_commit, checkout)
-        except GitFailed as exc:
+        except GitError as exc:
             return record | error_record(exc, started)
         trajectory = partial(attempt_trajectory, ctx, task)
         repo = tested(task, checkout)  # inferred once: the first message names its test, and it ranks the attempts
-        runs = run_attempts(task, ctx, group, tmp, checkout=checkout, repo=repo, count=attempts, trajectory=trajectory)
+        runs, checks = run_attempts(task, ctx, group, tmp, checkout=checkout, repo=repo, count=attempts,
+                                    trajectory=trajectory)  # fmt: skip
         began = time.monotonic()
-        checks = Checks(checkout, ctx.sandbox, sandbox_config(task, ctx), repo[0], group, tmp, ctx.cancel)
         judgement = judge(runs, checks, secrets=ctx.settings.secrets)
         record["verify_seconds"] = since(began)
         began = time.monotonic()

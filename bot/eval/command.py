@@ -12,7 +12,7 @@ from bot.eval.harness import run_tasks
 from bot.eval.solve import EvalContext
 from bot.eval.store import OutputInUse, ResultStore, config_digest
 from bot.eval.tasks import TaskError, load_tasks
-from bot.pipeline.admit.runconfig import Flags, resolve
+from bot.pipeline.runconfig import Flags, resolve
 from bot.pipeline.runtime import Runtime, print_ignored
 from bot.repo_config.schema import RepoConfig
 from bot.settings import Settings

@@ -7,9 +7,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bot.eval.hostgit import GitFailed, apply_patch, base_checkout
 from bot.eval.tasks import EvalTask
 from bot.pipeline.errors import SetupFailed
+from bot.pipeline.git.gitops import GitError
+from bot.pipeline.git.hostgit import apply_patch, base_checkout
 from bot.pipeline.judge.testbed import SandboxFactory, prepared, run_tests
 from sandbox.base import SandboxConfig, SandboxError
 
@@ -51,7 +52,7 @@ def grade(
             base_checkout(task.git, task.base_commit, checkout)
             apply_patch(checkout, patch, "the model patch")
             apply_patch(checkout, task.test_patch, "the test patch")
-        except GitFailed as exc:
+        except GitError as exc:
             return Grade(error=str(exc))
         try:
             with prepared(factory, config, run_id, checkout, task.repo_config()) as ready:

@@ -14,8 +14,9 @@ import re
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from bot.eval.hostgit import END, GitFailed, commit_parts, diff_in, git
-from bot.eval.quarantine import quarantined
+from bot.pipeline.git.gitops import GitError
+from bot.pipeline.git.hostgit import END, commit_parts, diff_in, git
+from bot.pipeline.git.quarantine import quarantined
 from bot.pipeline.judge import reproduce
 from bot.repo_config.infer import TEST_PATHS
 
@@ -79,7 +80,7 @@ def _scan(git_dir: Path, rev: str, max_commits: int) -> tuple[list[Candidate], d
     for sha in listed.split():
         try:
             parents, message = commit_parts(git_dir, sha)
-        except GitFailed:
+        except GitError:
             skipped["malformed commit"] = skipped.get("malformed commit", 0) + 1
             continue
         if not parents:

@@ -23,10 +23,11 @@ from pathlib import Path
 from typing import Any
 
 from bot.eval.history import Candidate, linked_issue, load_issues, scan
-from bot.eval.hostgit import GitFailed, apply_patch, base_checkout
 from bot.eval.tasks import EvalTask
 from bot.pipeline.attempts.execute import TEST_TIMEOUT
 from bot.pipeline.errors import SetupFailed
+from bot.pipeline.git.gitops import GitError
+from bot.pipeline.git.hostgit import apply_patch, base_checkout
 from bot.pipeline.judge import reproduce
 from bot.pipeline.judge.testbed import SandboxFactory, prepared, run_tests, test_command
 from bot.repo_config import runners
@@ -261,7 +262,7 @@ def _checkout(source: str, commit: str, test_patch: str, where: str) -> Iterator
         try:
             base_checkout(source, commit, checkout)
             apply_patch(checkout, test_patch, "the test patch")
-        except GitFailed as exc:
+        except GitError as exc:
             raise _Drop("git failed", f"at {where}: {exc}") from exc
         yield checkout
 

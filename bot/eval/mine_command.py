@@ -5,10 +5,10 @@ from __future__ import annotations
 import argparse
 import sys
 
-from bot.eval.hostgit import GitFailed
 from bot.eval.mine import MineRequest, mine, write_summary
 from bot.eval.tasks import write_tasks
-from bot.pipeline.admit.runconfig import resolve
+from bot.pipeline.git.gitops import GitError
+from bot.pipeline.runconfig import resolve
 from bot.pipeline.runtime import Runtime
 from bot.repo_config.schema import RepoConfig
 from bot.settings import Settings
@@ -36,7 +36,7 @@ def run_mine(args: argparse.Namespace, settings: Settings) -> int:
     config = resolve(settings, runtime.agent_file(), repo_config, ceilings=False).sandbox
     try:
         mined = mine(request, runtime.sandboxes({"mini-fix.eval": "1"}), config, lambda line: print(line, flush=True))
-    except GitFailed as exc:
+    except GitError as exc:
         print(f"mini-fix: {args.git_dir}: {exc}", file=sys.stderr)
         return 2
     write_tasks(request.output, mined.tasks)

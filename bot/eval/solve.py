@@ -7,7 +7,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -15,16 +15,17 @@ from bot.agent.config import MiniFixAgentConfig, ModelConfig
 from bot.agent.loop import AgentResult
 from bot.agent.model_base import Model
 from bot.eval.grade import Grade, grade
-from bot.eval.hostgit import GitFailed, base_checkout
 from bot.eval.tasks import EvalTask
-from bot.pipeline.admit.capacity import JobBudget
 from bot.pipeline.admit.gate import guidance
-from bot.pipeline.admit.runconfig import NO_FLAGS, Flags, RunConfig, resolve
 from bot.pipeline.attempts.engine import started
 from bot.pipeline.attempts.exits import SUBMITTED
 from bot.pipeline.attempts.plan import Attempt, AttemptPlan, attempt_run_id
 from bot.pipeline.errors import RunFailed
+from bot.pipeline.git.gitops import GitError
+from bot.pipeline.git.hostgit import base_checkout
+from bot.pipeline.judge.judgement import Checks, judge
 from bot.pipeline.judge.testbed import SandboxFactory
+from bot.pipeline.runconfig import NO_FLAGS, Flags, RunConfig, resolve
 from bot.pipeline.task.issue import MAX_TASK_CHARS, cap, clean
 from bot.repo_config import infer
 from bot.repo_config.schema import RepoConfig
@@ -50,10 +51,13 @@ class EvalContext:
     attempt_workers: int | None = None  # `--attempt-workers K`: a task's attempts run at once; None = all N
     flags: Flags = NO_FLAGS  # the command line's, for each task's run configuration
 
-    def run_config(self, task: EvalTask, repo: RepoConfig | None = None) -> RunConfig:
-        """The task's run configuration, as the App resolves a job's (the operator's own task: nothing clamped);
-        `repo` is the task's repository config with its tests inferred (`tested`), when known."""
-        return resolve(self.settings, self.agent_config, repo or task.repo_config(), self.flags, ceilings=False)
+    def run_config(self, task: EvalTask, repo: RepoConfig | None = None, attempts: int = 1) -> RunConfig:
+        """The task's run configuration, as the App resolves a job's (the operator's own task: nothing clamped),
+        with `attempts` attempts (`--attempts`, else one: as a flag, over MINIFIX_AGENT_ATTEMPTS); `repo` is the
+        task's repository config with its tests inferred (`tested`), when known. A task sets no `model:`, so its
+        model is the eval's own (`model_config`: the same resolution without a task)."""
+        flags = replace(self.flags, attempts=attempts)
+        return resolve(self.settings, self.agent_config, repo or task.repo_config(), flags, ceilings=False)
 
     def trajectory_path(self, task: EvalTask) -> Path:
         """Where a task's trajectory is written (SWE-bench's layout)."""
@@ -69,17 +73,23 @@ def solve(task: EvalTask, ctx: EvalContext) -> dict[str, Any]:
         checkout = Path(tmp) / "repo"
         try:
             base_checkout(task.git, task.base_commit, checkout)
-        except GitFailed as exc:
+        except GitError as exc:
             return record | error_record(exc, started)
         path = ctx.trajectory_path(task)
         repo = tested(task, checkout)
-        [attempt] = run_attempts(task, ctx, run_id, Path(tmp), checkout=checkout, repo=repo, count=1,
-                                 trajectory=lambda _: path)  # fmt: skip
+        runs, checks = run_attempts(task, ctx, run_id, Path(tmp), checkout=checkout, repo=repo, count=1,
+                                    trajectory=lambda _: path)  # fmt: skip
+        judgement = judge(runs, checks, secrets=ctx.settings.secrets)  # the App's own, as for several attempts
+        [attempt] = judgement.attempts
         if (failure := did_not_run(attempt)) is not None:
             return record | error_record(failure, started)
-        patch = attempt.candidate.change.diff if attempt.candidate.change else ""
-        record |= attempt_stats(attempt) | {"model_patch": patch}
-        verdict = grade_patch(task, ctx, patch, f"{run_id}-grade", Path(tmp))
+        chosen, refused = judgement.choice.chosen, attempt.candidate.refused
+        patch = chosen.change.diff if chosen is not None and chosen.change is not None else ""
+        record |= attempt_stats(attempt) | {"model_patch": patch} | ({"refused": refused} if refused else {})
+        if refused:  # what the App would never push is never graded as solved
+            verdict = Grade(error=f"no patch: the App refused the change ({', '.join(refused)})")
+        else:
+            verdict = grade_patch(task, ctx, patch, f"{run_id}-grade", Path(tmp))
     record |= {"resolved": verdict.resolved, "tests": verdict.as_json(), "seconds": since(started)}
     return record | ({"error": verdict.error} if verdict.error else {})
 
@@ -107,31 +117,29 @@ def run_attempts(
     repo: tuple[RepoConfig, infer.TestPlan],
     count: int,
     trajectory: Callable[[int], Path],
-) -> list[Attempt]:
+) -> tuple[list[Attempt], Checks]:
     """The App's engine on the base `checkout`: `count` attempts, at most `ctx.attempt_workers` at once, each
     with the App's agent, sandbox and setup, its trajectory at `trajectory(index)`, and its change taken out as
-    the App takes it; `repo` is `tested(task, checkout)`."""
+    the App takes it; `repo` is `tested(task, checkout)`. With the checks the App's judge runs on them."""
     config, testing = repo
-    resolved = ctx.run_config(task, config)
+    resolved = ctx.run_config(task, config, count)
     paths = {attempt_run_id(run_id, k, count): trajectory(k) for k in range(1, count + 1)}
     plan = AttemptPlan.of(
         resolved,
+        (resolved.repo, testing),
         run_id=run_id,
         factory=ctx.sandbox,
         make_model=ctx.model,
         trajectory_path=paths.__getitem__,
         meta={"repo": task.repo, "model": ctx.model_config.model_name, "eval": {"instance_id": task.instance_id}},
-        budget=JobBudget(tokens=0, seconds=0, cancel=ctx.cancel),  # no job-wide budget: the agent's own limits
-        count=count,
-        model=ctx.model_config,
+        cancel=ctx.cancel,  # no job-wide budget (`ceilings=False`): the agent's own limits
+        parallel=ctx.attempt_workers or 0,
     )
-    plan.parallel = ctx.attempt_workers or 0
-    plan.testing = testing.template_vars()  # the test command and how to run one test, as the App's task says
     text = cap(clean(task.problem_statement), MAX_TASK_CHARS)
     if extra := guidance(config, checkout):
         text = f"{text}\n\n{extra}"
     with started(plan) as attempts:
-        return attempts.run(text, checkout, tmp, ctx.settings.secrets)
+        return attempts.run(text, checkout, tmp, ctx.settings.secrets), Checks.of(plan, checkout, tmp)
 
 
 def did_not_run(attempt: Attempt) -> RunFailed | None:

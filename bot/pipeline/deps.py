@@ -11,10 +11,10 @@ from bot.agent.config import MiniFixAgentConfig, ModelConfig
 from bot.agent.model_base import Model
 from bot.github.gateway import GitHubGateway
 from bot.jobs import Job
-from bot.pipeline.admit.capacity import SandboxSlots
 from bot.pipeline.admit.control import StopRuns
 from bot.pipeline.admit.gate import RememberLabel
 from bot.pipeline.attempts.setup_cache import SetupOptions
+from bot.pipeline.capacity import SandboxSlots
 from bot.pipeline.task.asks import AskLedger
 from bot.pipeline.task.followup import IssueJobs
 from bot.settings import Settings

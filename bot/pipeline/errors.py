@@ -1,4 +1,4 @@
-"""The pipeline's errors, in one home: how a step says it cannot go on."""
+"""How a step of the pipeline says it cannot go on (the worker's git has its own one error, `gitops.GitError`)."""
 
 from __future__ import annotations
 
@@ -11,18 +11,6 @@ class RunFailed(Exception):
     def __init__(self, outcome: Outcome, detail: str = "") -> None:
         super().__init__(f"{outcome}: {detail}" if detail else str(outcome))
         self.outcome, self.detail = Outcome(outcome), detail
-
-
-class GitError(Exception):
-    """A git command failed; the message never holds the token or the command line."""
-
-    def __init__(self, message: str, *, transient: bool = False, retries: int = 0) -> None:
-        super().__init__(message)
-        self.transient, self.retries = transient, retries
-
-
-class LeaseRejected(GitError):
-    """The branch moved since the job started: the push was refused rather than overwrite someone's commits."""
 
 
 class ChangeTooLarge(Exception):

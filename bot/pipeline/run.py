@@ -13,20 +13,21 @@ from pathlib import Path
 import structlog
 
 from bot.github.gateway import GitHubError, GitHubGateway, Issue, RateLimited, RepoInfo, can_write
-from bot.jobs import SHUTDOWN_REASON, Job, JobKind, JobOutcome, JobStatus, Outcome, RunInfo, cancel_reason
-from bot.pipeline.admit.capacity import Removals
+from bot.jobs import SHUTDOWN_REASON, Job, JobOutcome, JobStatus, Outcome, RunInfo, cancel_reason
+from bot.pipeline import jobplan
 from bot.pipeline.admit.control import run_control
 from bot.pipeline.admit.deferral import rate_limited
 from bot.pipeline.admit.gate import admit, guidance, reader
-from bot.pipeline.admit.runconfig import RunConfig, resolve, with_setup
-from bot.pipeline.attempts import engine, execute, jobplan
+from bot.pipeline.attempts import engine, execute
 from bot.pipeline.attempts.plan import Attempt, AttemptPlan
 from bot.pipeline.attempts.setup_cache import RepoSetup, SetupOptions, cache_owner
+from bot.pipeline.capacity import Removals
 from bot.pipeline.deps import PipelineDeps
 from bot.pipeline.errors import RunFailed
+from bot.pipeline.git import gitops
 from bot.pipeline.judge.judgement import Checks, Judgement, judge
 from bot.pipeline.judge.ranking import dropped_text
-from bot.pipeline.publish import branch, gitops
+from bot.pipeline.publish import branch
 from bot.pipeline.publish.outbound import RedactingGateway
 from bot.pipeline.publish.pr import (
     WIP_PREFIX,
@@ -38,20 +39,20 @@ from bot.pipeline.publish.pr import (
     wip_note,
 )
 from bot.pipeline.publish.prtext import attempts_table, dropped_notes, evidence
-from bot.pipeline.publish.report import report, run_link
 from bot.pipeline.publish.status import StatusComment
 from bot.pipeline.publish.tokens import FreshToken
 from bot.pipeline.publish.whole import WholeDiff, whole_diff
+from bot.pipeline.report import report, run_link
+from bot.pipeline.runconfig import RunConfig, resolve, with_setup
 from bot.pipeline.state import RunState
-from bot.pipeline.task import asks, followup
-from bot.pipeline.task.feedback import review_feedback
-from bot.pipeline.task.issue import build_task, clean
+from bot.pipeline.task import asks
+from bot.pipeline.task.issue import clean
+from bot.pipeline.task.kinds import Kind, kind_of
 from bot.render import outcome, render
 from bot.repo_config import devcontainer, infer
 from bot.repo_config.setup_infer import SetupPlan
 from bot.settings import Settings
 from bot.trajectory import redact
-from sandbox.base import SandboxConfig
 
 log = structlog.get_logger(__name__)
 
@@ -63,12 +64,13 @@ def run_pipeline(job: Job, cancel: threading.Event, deps: PipelineDeps) -> JobOu
         gh: GitHubGateway = RedactingGateway(deps.github(job.installation_id, job.repo), deps.settings.secrets)
         try:
             number = execute.issue_number(gh, job)
-            if job.kind.is_control:
+            kind = kind_of(job)  # chosen once: below, the kind object answers what differs between kinds
+            if kind.control:
                 return _control(job, gh, number, deps)
-            ready = _ready(job, gh, number, deps)
+            ready = _ready(job, kind, gh, number, deps)
             if isinstance(ready, JobOutcome):
-                return _ended_early(job, gh, number, replace(ready, run_id=run_id), deps)
-            return _run(ready[0], cancel, deps, gh, number, run_id, ready[1])
+                return _ended_early(job, kind, gh, number, replace(ready, run_id=run_id), deps)
+            return _run(ready[0], kind, cancel, deps, gh, number, run_id, ready[1])
         except RateLimited as exc:  # before a status comment exists: run again once GitHub allows
             return rate_limited(job, gh, exc, run_id, deps.settings)
         except (GitHubError, RunFailed) as exc:  # before a status comment exists: nowhere useful to write
@@ -76,11 +78,13 @@ def run_pipeline(job: Job, cancel: threading.Event, deps: PipelineDeps) -> JobOu
             return JobOutcome(JobStatus.FAILED, run_id=run_id, error=str(exc))
 
 
-def _ready(job: Job, gh: GitHubGateway, number: int, deps: PipelineDeps) -> tuple[Job, RunConfig] | JobOutcome:
+def _ready(
+    job: Job, kind: Kind, gh: GitHubGateway, number: int, deps: PipelineDeps
+) -> tuple[Job, RunConfig] | JobOutcome:
     """The job with what its run carries, and its configuration; or how it ends before a run."""
-    if (ended := followup.gate(job, gh)) is not None:
+    if (ended := kind.gate(job, gh)) is not None:
         return ended
-    role = followup.requester_role(job, gh)
+    role = kind.requester_role(job, gh)
     if not can_write(role):
         gh.create_comment(number, render("denied_comment.md", requester=job.requester, role=role))
         log.info("job_denied", role=role)
@@ -94,12 +98,14 @@ def _ready(job: Job, gh: GitHubGateway, number: int, deps: PipelineDeps) -> tupl
         found, _ = devcontainer.read(read, job.repo)
     resolved = resolve(deps.settings, deps.agent_config, admitted, devcontainer=found)
     carried = asks.fold(job, gh, deps.asks)  # what waited for this run, each checked before any effect
-    prepared = followup.prepare(job, gh, resolved.repo, deps.settings, deps.issue_jobs, carried)
+    prepared = kind.prepare(job, gh, resolved.repo, deps.settings, deps.issue_jobs, carried)
     # a follow-up carries what failed, or the review, into its task
     return prepared if isinstance(prepared, JobOutcome) else (prepared, resolved)
 
 
-def _ended_early(job: Job, gh: GitHubGateway, number: int, ended: JobOutcome, deps: PipelineDeps) -> JobOutcome:
+def _ended_early(
+    job: Job, kind: Kind, gh: GitHubGateway, number: int, ended: JobOutcome, deps: PipelineDeps
+) -> JobOutcome:
     """A job that ends before its run; a resumed one (its worker died mid-run, e.g. right after its push) also
     closes the status comment that run left saying it was working."""
     if job.attempts > 1 and ended.status != JobStatus.QUEUED:
@@ -107,7 +113,7 @@ def _ended_early(job: Job, gh: GitHubGateway, number: int, ended: JobOutcome, de
             "run_id": ended.run_id or "",
             "model": "",
             "requester": job.requester,
-            "retry": job.kind == JobKind.RETRY,
+            "retry": kind.retry,
             "exit_status": "",
             "stop_reason": f"its worker stopped mid-run; on resuming: {ended.error or ended.status}",
         }
@@ -123,6 +129,7 @@ def _control(job: Job, gh: GitHubGateway, number: int, deps: PipelineDeps) -> Jo
 
 def _run(
     job: Job,
+    kind: Kind,
     cancel: threading.Event,
     deps: PipelineDeps,
     gh: GitHubGateway,
@@ -135,17 +142,17 @@ def _run(
         "model": resolved.model.model_name,
         "profile": resolved.profile,
         "requester": job.requester,
-        "retry": job.kind == JobKind.RETRY,
+        "retry": kind.retry,
         "exit_status": "",
         "clamped": list(resolved.notes),
     }
-    if note := followup.run_note(job):
+    if note := kind.run_note(job):
         run["followup"] = note
     count = resolved.attempts
     status = StatusComment(gh, number, run, deps.clock, attempts=count, job_id=job.id)
     status.token_budget = deps.settings.max_tokens if count > 1 else 0
     state = RunState(
-        job, gh, number, run, status, resolved.agent, resolved.model, cancel, config=resolved.repo, count=count
+        job, gh, number, run, status, resolved.agent, resolved.model, cancel, kind, config=resolved.repo, count=count
     )
     state.status.start()
     # after the status comment: the reactions are content too, and go a second later while the run clones
@@ -180,8 +187,8 @@ def _work(state: RunState, deps: PipelineDeps, resolved: RunConfig) -> None:
     repo = gh.get_repo()
     setup = _repo_setup(state, deps, repo)
     deps = replace(deps, sandbox=setup.bind(deps.sandbox))  # attempts' and verify's sandboxes
-    plan = jobplan.plan_for(state, deps, resolved)
-    plan.removals = removals = Removals()  # containers go in the background; all gone before the PR
+    removals = Removals()  # containers go in the background; all gone before the PR
+    plan = jobplan.plan_for(state, deps, resolved, removals)
     with (
         _all_removed(removals),
         engine.started(plan) as started,
@@ -195,20 +202,19 @@ def _work(state: RunState, deps: PipelineDeps, resolved: RunConfig) -> None:
             setup.trust(checkout, gitops.head(checkout))
         _not_duplicate(state, issue, repo, start)  # before the agent: no run spent on a change nobody publishes
         _check_cancel(cancel)
-        sandbox_config = _resolve_setup(state, plan, with_setup(resolved, checkout, deps.settings), setup)
-        _resolve_tests(state, plan, checkout)
-        task = _task(state, issue, checkout)
+        settled = _settle(state, plan, with_setup(resolved, checkout, deps.settings), setup, checkout)
+        task = state.kind.task(state.job, gh, issue, state.status.comment_id)
+        if extra := guidance(state.config, checkout):
+            task = f"{task}\n\n{extra}"
         if earlier := _builds_on(checkout, token, start):
             task = f"{task}\n\n{earlier}"
         secrets = [*token.minted, *deps.settings.secrets]
-        if state.job.kind == JobKind.CI and deps.run_started is not None:
+        if state.kind.counted and deps.run_started is not None:
             deps.run_started(state.job)  # from here on it counts toward `ci_followups` (followup.ci_done), once
-        runs = started.run(task, checkout, tmp, secrets)
+        runs = started.run(task, checkout, tmp, secrets, settled)
         _check_cancel(cancel)
-        checks = Checks(
-            checkout, deps.sandbox, sandbox_config, state.config, run_id, tmp, cancel, deps.sandbox_slots, removals
-        )
-        chosen = _judged(state, judge(runs, checks, secrets=secrets, mirror=deps.save_trajectory), deps.settings)
+        judgement = judge(runs, Checks.of(settled, checkout, tmp), secrets=secrets, mirror=deps.save_trajectory)
+        chosen = _judged(state, judgement, deps.settings)
         assert chosen.candidate.change is not None and chosen.result is not None
         diff = chosen.candidate.change.diff
         _check_cancel(cancel)
@@ -237,7 +243,7 @@ def _work(state: RunState, deps: PipelineDeps, resolved: RunConfig) -> None:
     attach_trajectory(
         gh, state.published.pr, messages, run=state.run, exit_status=chosen.result.exit_status, run_link=link
     )
-    followup.answer(state.job, gh, run_id)
+    state.kind.answer(state.job, gh, run_id)
 
 
 @contextmanager
@@ -287,7 +293,7 @@ def _push(
     if state.wip:
         state.run.setdefault("notes", []).append(wip_note(state.wip))
     _not_duplicate(state, issue, repo, start)  # again: a writer may have opened one during the run
-    if ended := followup.recheck_pr(state.job, state.gh):  # never pushed to (or reopening) a closed or merged PR
+    if ended := state.kind.recheck(state.job, state.gh):  # never pushed to (or reopening) a closed or merged PR
         state.run["stop_reason"] = ended
         raise RunFailed(Outcome.PR_ENDED, ended)
     return push_change(
@@ -346,45 +352,20 @@ def _builds_on(checkout: Path, token: FreshToken, start: branch.Start) -> str:
         return ""
 
 
-def _resolve_setup(
-    state: RunState, plan: AttemptPlan, resolved: tuple[RunConfig, SetupPlan], setup: RepoSetup
-) -> SandboxConfig:
-    """The setup (the repository's, else inferred from the clone) for the attempts and the checks, and their
-    sandbox (an inferred setup's has the proxy's network); the status comment says which setup and why."""
+def _settle(
+    state: RunState, plan: AttemptPlan, resolved: tuple[RunConfig, SetupPlan], setup: RepoSetup, checkout: Path
+) -> AttemptPlan:
+    """The plan once the clone settled the setup (the repository's, else inferred from the clone, with the proxy's
+    network) and the test command (configured, else inferred); the status comment says which of each and why."""
     config, found = resolved
-    state.config = plan.config = config.repo
-    plan.sandbox_config, plan.networked = config.sandbox, config.setup_network
     setup.tolerant = found.inferred  # the repository never asked for it: its failure does not end the run
     if found.commands:
         state.run["setup_from"] = found.describe()
-    return config.sandbox
-
-
-def _resolve_tests(state: RunState, plan: AttemptPlan, checkout: Path) -> None:
-    """The test command (configured, else inferred from the clone) for the attempts, the checks and the comments."""
-    state.config, testing = infer.resolve(state.config, checkout)
-    plan.config, plan.testing = state.config, testing.template_vars()
+    tested = infer.resolve(config.repo, checkout)
+    state.config, testing = tested
     command = f"`{testing.command}`" if testing.command else "none"
     state.run["tests"] = f"{command} ({testing.why})"  # the status comment's next edit shows it
-
-
-def _task(state: RunState, issue: Issue, checkout: Path) -> str:
-    """The agent's task: the issue, its comments (and reviewers' since the last run, on a retry), guidance."""
-    gh = state.gh
-    comments = gh.list_comments(state.number)
-    if state.job.kind == JobKind.RETRY:  # what reviewers said on the PR since the last run
-        comments += review_feedback(gh, state.number, comments, state.status.comment_id)
-    task = build_task(
-        issue,
-        comments,
-        guidance=state.job.guidance,
-        can_write=lambda user: can_write(gh.permission(user)),
-    )
-    if news := followup.task_text(state.job):
-        task = f"{task}\n\n{news}"
-    if extra := guidance(state.config, checkout):
-        task = f"{task}\n\n{extra}"
-    return task
+    return plan.settled(config, tested)
 
 
 def _check_cancel(cancel: threading.Event) -> None:

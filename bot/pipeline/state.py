@@ -9,9 +9,10 @@ from bot.agent.config import MiniFixAgentConfig, ModelConfig
 from bot.agent.loop import AgentResult
 from bot.github.gateway import GitHubGateway
 from bot.jobs import Job, RunInfo
-from bot.pipeline.judge.candidates import Candidate
+from bot.pipeline.candidates import Candidate
 from bot.pipeline.publish.pr import Published
 from bot.pipeline.publish.status import StatusComment
+from bot.pipeline.task.kinds import Kind
 from bot.repo_config.schema import RepoConfig
 
 
@@ -27,6 +28,7 @@ class RunState:
     agent: MiniFixAgentConfig  # the deployment's agent config with the repository's own on top
     model: ModelConfig
     cancel: threading.Event
+    kind: Kind  # what the job's kind does (`task.kinds`), chosen once
     result: AgentResult | None = None
     published: Published | None = None
     paths: list[str] = field(default_factory=list)

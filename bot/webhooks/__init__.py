@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from bot.jobs import CancelRequest, InstallationChange
+from bot.policy import refusal
 from bot.settings import Settings
 from bot.webhooks import checks, comments, installations, issues, pull_requests, reviews
 from bot.webhooks.decision import Decision, Payload, dig_str, ignore
-from bot.webhooks.policy import refusal
 
 __all__ = ["CancelRequest", "Decision", "InstallationChange", "decide"]
 

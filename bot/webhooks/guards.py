@@ -8,10 +8,10 @@ from __future__ import annotations
 from dataclasses import replace
 
 from bot.jobs import JobStatus
+from bot.policy import over_queue_cap
 from bot.settings import Settings
 from bot.webhooks.decision import Decision, Payload, dig_str, ignore
 from bot.webhooks.lookups import LedgerReads
-from bot.webhooks.policy import over_queue_cap
 
 LABEL_ACTIONS = ("labeled", "unlabeled")
 

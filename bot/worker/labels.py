@@ -10,7 +10,8 @@ import structlog
 
 from bot.github.gateway import GitHubError, GitHubGateway
 from bot.ledger.contract import Ledger
-from bot.pipeline.admit.gate import effective_label, reader, remember
+from bot.pipeline.admit.gate import reader, remember
+from bot.pipeline.runconfig import effective_label
 from bot.repo_config.load import ConfigError, load_repo_config
 from bot.settings import Settings
 

@@ -18,10 +18,10 @@ from bot.github.gateway import GitHubGateway
 from bot.jobs import Job, JobOutcome, JobStatus
 from bot.ledger import open_ledger
 from bot.ledger.contract import Ledger
-from bot.pipeline.admit.capacity import SandboxSlots
 from bot.pipeline.admit.control import StopRuns
 from bot.pipeline.admit.gate import RememberLabel
 from bot.pipeline.attempts.setup_cache import SetupOptions
+from bot.pipeline.capacity import SandboxSlots
 from bot.pipeline.deps import PipelineDeps
 from bot.pipeline.publish.outbound import redacting
 from bot.pipeline.run import run_pipeline

@@ -12,10 +12,10 @@ import pytest
 
 from bot.agent.config import load_config
 from bot.eval.harness import run_tasks
-from bot.eval.hostgit import diff
 from bot.eval.solve import EvalContext
 from bot.eval.store import ResultStore
 from bot.eval.tasks import EvalTask
+from bot.pipeline.git.hostgit import diff
 from bot.settings import Settings
 from sandbox.base import Sandbox, SandboxConfig
 from sandbox.docker import DockerSandbox

@@ -16,8 +16,8 @@ from bot.pipeline.attempts.execute import run_setup, take_change
 from bot.pipeline.attempts.setup_cache import RepoSetup, SetupOptions
 from bot.pipeline.attempts.setup_key import setup_key
 from bot.pipeline.attempts.setup_store import SetupStore
+from bot.pipeline.git import gitops
 from bot.pipeline.judge.testbed import prepared
-from bot.pipeline.publish import gitops
 from bot.repo_config.schema import RepoConfig
 from sandbox.base import Sandbox, SandboxConfig
 from sandbox.docker import DockerSandbox

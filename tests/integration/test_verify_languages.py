@@ -13,8 +13,8 @@ from pathlib import Path
 import docker
 import pytest
 
-from bot.pipeline.attempts.change import compute_change
-from bot.pipeline.judge.candidates import Candidate
+from bot.pipeline.candidates import Candidate
+from bot.pipeline.change import compute_change
 from bot.pipeline.judge.verify import verify
 from bot.repo_config.infer import resolve
 from bot.repo_config.schema import RepoConfig

@@ -9,11 +9,11 @@ from typing import Any
 import pytest
 
 from bot.jobs import Outcome
-from bot.pipeline.attempts import change as change_module
+from bot.pipeline import change as change_module
 from bot.pipeline.attempts import execute
-from bot.pipeline.attempts.change import ChangeCaps, compute_change
+from bot.pipeline.change import ChangeCaps, compute_change
 from bot.pipeline.errors import ChangeTooLarge
-from bot.pipeline.publish import gitops
+from bot.pipeline.git import gitops
 from bot.settings import Settings
 from tests.support.candidates import calc_base
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from bot.pipeline.candidates import DroppedTests
 from bot.pipeline.judge import code_blocks, pyscan, test_scanners, trees
-from bot.pipeline.judge.candidates import DroppedTests
 from bot.pipeline.judge.dropped import MAX_BYTES, dropped_tests
 from bot.repo_config.schema import RepoConfig
 from tests.support.buggy_repos import build

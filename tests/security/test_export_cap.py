@@ -18,7 +18,7 @@ import pytest
 
 from bot.jobs import Outcome
 from bot.pipeline.attempts import execute
-from bot.pipeline.attempts.change import ChangeCaps, setup_excludes
+from bot.pipeline.change import ChangeCaps, setup_excludes
 from bot.pipeline.errors import RunFailed
 from sandbox.archive import extract_archive
 from sandbox.base import ExportCap, ExportTooLarge

@@ -9,11 +9,10 @@ from pathlib import Path
 import pytest
 
 from bot.github.gateway import BotIdentity
-from bot.pipeline.attempts.change import Change, compute_change
 from bot.pipeline.attempts.execute import run_test, take_change
+from bot.pipeline.change import Change, compute_change
 from bot.pipeline.errors import RunFailed
-from bot.pipeline.judge import diffpaths
-from bot.pipeline.publish import gitops
+from bot.pipeline.git import diffpaths, gitops
 from sandbox.docker import DockerSandbox
 from tests.security.repos import checkout, git
 

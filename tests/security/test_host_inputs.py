@@ -13,10 +13,10 @@ from pydantic import SecretStr
 
 from bot import signing
 from bot.jobs import Outcome
-from bot.pipeline.admit.ceilings import clamp
 from bot.pipeline.admit.gate import guidance
-from bot.pipeline.judge.checks import untrusted_summary
-from bot.pipeline.publish import gitops
+from bot.pipeline.ceilings import clamp
+from bot.pipeline.git import gitops
+from bot.pipeline.publish.checks import untrusted_summary
 from bot.pipeline.publish.outbound import RedactingGateway
 from bot.render import outcome, render, untrusted
 from bot.repo_config.schema import RepoConfig

@@ -13,8 +13,9 @@ from pathlib import Path
 import pytest
 
 from bot.eval.history import scan
-from bot.eval.hostgit import GitFailed, base_checkout, commit_parts, diff
-from bot.eval.quarantine import quarantined
+from bot.pipeline.git.gitops import GitError
+from bot.pipeline.git.hostgit import base_checkout, commit_parts, diff
+from bot.pipeline.git.quarantine import quarantined
 
 
 def _sh(repo: Path, *args: str, stdin: bytes | None = None) -> str:
@@ -74,7 +75,7 @@ def test_a_parent_that_is_not_a_hex_object_name_is_refused(tmp_path: Path, victi
     repo, tree, _ = _repo(tmp_path)
     for bad in (f"--output={victim}", "HEAD", "0" * 39, "g" * 40):
         sha = _raw_commit(repo, f"tree {tree}\nparent {bad}\nauthor a <a@x> 1 +0000\ncommitter a <a@x> 1 +0000", "x")
-        with quarantined(repo) as git_dir, pytest.raises(GitFailed, match="malformed commit"):
+        with quarantined(repo) as git_dir, pytest.raises(GitError, match="malformed commit"):
             commit_parts(git_dir, sha)
     assert victim.read_text() == "the operator's precious file\n"
 
@@ -94,16 +95,15 @@ def test_a_well_formed_commit_still_gives_its_parents(tmp_path: Path) -> None:
 def test_a_revision_that_looks_like_an_option_reaches_git_as_a_revision(tmp_path: Path, victim: Path) -> None:
     repo, _, base = _repo(tmp_path)
     # values from a task file or a repository (a base commit, a mined parent) are never read as options
-    with pytest.raises(GitFailed):
+    with pytest.raises(GitError):
         base_checkout(str(repo), f"--output={victim}", tmp_path / "checkout")
-    with pytest.raises(GitFailed):
+    with pytest.raises(GitError):
         diff(repo, f"--output={victim}", base, [])
     assert victim.read_text() == "the operator's precious file\n"
 
 
 def test_the_workers_git_reads_a_revision_as_a_revision(tmp_path: Path, victim: Path) -> None:
-    from bot.pipeline.errors import GitError
-    from bot.pipeline.publish import gitops
+    from bot.pipeline.git import gitops
 
     repo, _, base = _repo(tmp_path)
     for call in (

@@ -14,7 +14,7 @@ import pytest
 
 from bot.cli.local_run import check_checkout, own_checkout
 from bot.eval.history import scan
-from bot.eval.hostgit import base_checkout, diff
+from bot.pipeline.git.hostgit import base_checkout, diff
 
 # Each key → a program that leaves a marker named after the key. {p} is the program's path.
 PROGRAM_KEYS = (

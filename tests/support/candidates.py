@@ -5,8 +5,8 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from bot.pipeline.attempts.change import compute_change
-from bot.pipeline.judge.candidates import Candidate
+from bot.pipeline.candidates import Candidate
+from bot.pipeline.change import compute_change
 from tests.support.buggy_repos import REPOS, build
 
 CALC = REPOS["calc"]

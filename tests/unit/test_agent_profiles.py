@@ -9,7 +9,7 @@ import pytest
 from bot.agent import profiles
 from bot.agent.config import DEFAULT_CONFIG_PATH, load_config, load_specs
 from bot.cli.local_run import LocalRunRequest, run_config
-from bot.pipeline.admit.runconfig import resolve
+from bot.pipeline.runconfig import resolve
 from bot.repo_config.schema import RepoConfig
 from bot.settings import Settings
 

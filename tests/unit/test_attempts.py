@@ -19,7 +19,7 @@ from bot.agent.config import ModelConfig
 from bot.github.app import GitHubApp
 from bot.jobs import CancelSignal, JobKind, JobStatus
 from bot.ledger.sqlite.ledger import SqliteLedger
-from bot.pipeline.admit.capacity import SandboxSlots
+from bot.pipeline.capacity import SandboxSlots
 from bot.pipeline.deps import PipelineDeps
 from bot.queue.dispatch import build_queue
 from bot.settings import Settings

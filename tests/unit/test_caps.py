@@ -12,9 +12,9 @@ from fastapi.testclient import TestClient
 
 from bot.jobs import Job, JobDetails, JobKind, JobOutcome, JobRequest, JobStatus
 from bot.ledger.sqlite.ledger import SqliteLedger
+from bot.policy import QUEUE_FULL, refusal
 from bot.queue.dispatch import JobQueue
 from bot.settings import Settings
-from bot.webhooks.policy import QUEUE_FULL, refusal
 from bot.worker.pool import Worker
 from tests.support.fake_github import FakeGitHub
 from tests.support.scripted_model import bash

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from bot.pipeline.judge.checks import checks_from_steps, without_heredocs
-from bot.pipeline.judge.missing import describe, missing_tool
+from bot.pipeline.attempts.missing import describe, missing_tool
+from bot.pipeline.publish.checks import checks_from_steps, without_heredocs
 from bot.pipeline.publish.transcript import Step
 
 

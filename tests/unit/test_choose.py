@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from bot.pipeline.attempts.change import Change
-from bot.pipeline.judge.candidates import Candidate, DroppedTests, Reproduction
+from bot.pipeline.candidates import Candidate, DroppedTests, Reproduction
+from bot.pipeline.change import Change
 from bot.pipeline.judge.ranking import choose, reproductions_passed
 from bot.pipeline.publish.prtext import attempts_table, dropped_notes, evidence
 

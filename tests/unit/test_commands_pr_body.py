@@ -6,7 +6,7 @@ import pytest
 
 from bot.agent.loop import AgentResult
 from bot.github.gateway import Issue
-from bot.pipeline.judge.checks import checks_from_steps, untrusted_summary
+from bot.pipeline.publish.checks import checks_from_steps, untrusted_summary
 from bot.pipeline.publish.pr import _body, pr_body_vars
 from bot.pipeline.publish.transcript import Step
 

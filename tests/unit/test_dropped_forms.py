@@ -9,8 +9,8 @@ import itertools
 from dataclasses import replace
 from pathlib import Path
 
+from bot.pipeline.candidates import DroppedTests
 from bot.pipeline.judge import trees
-from bot.pipeline.judge.candidates import DroppedTests
 from bot.pipeline.judge.dropped import dropped_tests
 from bot.repo_config.schema import RepoConfig
 from tests.support.buggy_repos import build

@@ -9,6 +9,7 @@ import pytest
 from bot.agent.config import DEFAULT_CONFIG_PATH
 from bot.eval import cli
 from bot.eval.command import EvalRequest, eval_context
+from bot.eval.tasks import EvalTask
 from bot.settings import Settings
 from tests.unit.test_agent_config import UPSTREAM_CONFIGS
 
@@ -37,3 +38,13 @@ def test_eval_c_is_repeatable_and_takes_key_value_pairs_merged_in_order(
     assert "warning: config key ignored: agent.mode" in capsys.readouterr().err
     without = eval_context(context([], tmp_path)[0], settings)  # no -c: our file
     assert (without.agent_config.profile, without.agent_config.agent.step_limit) == ("text", 50)
+
+
+def test_evals_attempts_are_decided_in_the_run_configuration_never_by_the_deployments_setting(
+    tmp_path: Path,
+) -> None:
+    request, settings = context([], tmp_path)
+    ctx = eval_context(request, settings.model_copy(update={"agent_attempts": 3}))
+    task = EvalTask(instance_id="t", repo="o/r", base_commit="0" * 40, problem_statement="x", git=str(tmp_path))
+    assert ctx.run_config(task).attempts == 1  # no --attempts: one, whatever MINIFIX_AGENT_ATTEMPTS says
+    assert ctx.run_config(task, attempts=4).attempts == 4 and ctx.run_config(task).model == ctx.model_config

@@ -3,6 +3,7 @@ and the report's statistics are the engine's. Host-side fake sandboxes, a script
 
 from __future__ import annotations
 
+import json
 import threading
 from pathlib import Path
 from typing import Any
@@ -16,7 +17,7 @@ from bot.eval.tasks import EvalTask
 from bot.settings import Settings
 from sandbox.base import SandboxConfig
 from tests.support.buggy_repos import REPOS
-from tests.support.buggy_tasks import SUBMIT, eval_task, scripted_commands
+from tests.support.buggy_tasks import FIXES, SUBMIT, eval_task, scripted_commands
 from tests.support.fake_sandbox import FakeSandbox
 from tests.support.scripted_model import ScriptedModel, bash
 
@@ -125,3 +126,32 @@ def test_evals_first_message_names_the_test_command_as_the_apps_does(tmp_path: P
     [first] = firsts
     assert "The repository's tests run with `python3 -m unittest discover -t . -s .` from /testbed" in first
     assert "`python3 -m unittest` and the test file's path" in first  # how to run one test, in its language
+
+
+def _one(tmp: Path, commands: list[str]) -> dict[str, Any]:
+    """One eval task, one scripted attempt (no `--attempts`)."""
+    settings = Settings(webhook_secret="s" * 32, data_dir=tmp / "data", _env_file=None)
+    config = load_config(None)
+    ctx = EvalContext(
+        settings, config, config.model, lambda _c: ScriptedModel([bash(c) for c in commands]),
+        lambda c, _run_id: FakeSandbox(env=c.env), tmp / "out", threading.Event(),
+    )  # fmt: skip
+    task = EvalTask.model_validate(eval_task(REPOS["calc"], tmp / "repos"))
+    store = ResultStore(ctx.output)
+    run_tasks([task], ctx, store, workers=1, say=lambda _line: None)
+    return store.finished()["calc"]
+
+
+def test_a_single_attempt_goes_through_the_apps_judge_which_refuses_what_it_would_never_push(tmp_path: Path) -> None:
+    fix, _ = FIXES["calc"]
+    record = _one(tmp_path, [f"{fix} && ln -s ops.py calc/alias.py", SUBMIT])
+    assert record["refused"] == ["calc/alias.py (symlink)"] and record["model_patch"] == ""
+    assert record["resolved"] is False and "refused" in record["error"]
+
+
+def test_a_single_attempts_trajectory_holds_the_judges_verdicts(tmp_path: Path) -> None:
+    fix, _ = FIXES["calc"]
+    record = _one(tmp_path, [fix, SUBMIT])
+    assert record["resolved"] is True and "return a + b" in record["model_patch"]
+    saved = json.loads((tmp_path / "out" / "trajectories" / "calc" / "calc.traj.json").read_text())
+    assert saved["mini_fix"]["chosen"] is True and saved["mini_fix"]["test"]["passed"] is True

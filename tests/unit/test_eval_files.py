@@ -9,9 +9,10 @@ import pytest
 
 from bot.eval.compare import compare, render_comparison
 from bot.eval.history import is_code_path, is_test_path, linked_issue, scan
-from bot.eval.hostgit import GitFailed, apply_patch, base_checkout, git
 from bot.eval.store import OutputInUse, ResultStore
 from bot.eval.tasks import load_tasks
+from bot.pipeline.git.gitops import GitError
+from bot.pipeline.git.hostgit import apply_patch, base_checkout, git
 from tests.support.eval_repo import build_repo
 
 TASK = {"instance_id": "a-1", "base_commit": "abc123", "problem_statement": "p", "git": "/x"}
@@ -61,11 +62,11 @@ def test_base_checkout_holds_no_later_history(tmp_path: Path) -> None:
     head = base_checkout(str(tmp_path / "r"), shas["readme"][:8], tmp_path / "c")
     assert head == shas["readme"]
     assert git(["rev-list", "--all"], cwd=tmp_path / "c").split() == [shas["readme"], shas["initial"]]
-    with pytest.raises(GitFailed, match="git cat-file failed"):
+    with pytest.raises(GitError, match="git cat-file failed"):
         git(["cat-file", "-t", shas["fix_shout"]], cwd=tmp_path / "c")
-    with pytest.raises(GitFailed, match="base commit 0000000 is not in"):
+    with pytest.raises(GitError, match="base commit 0000000 is not in"):
         base_checkout(str(tmp_path / "r"), "0000000", tmp_path / "d")
-    with pytest.raises(GitFailed, match="the model patch does not apply"):
+    with pytest.raises(GitError, match="the model patch does not apply"):
         apply_patch(tmp_path / "c", "diff --git a/x b/x\n--- a/x\n+++ b/x\n@@ -1 +1 @@\n-a\n+b\n", "the model patch")
 
 

@@ -14,9 +14,10 @@ import respx
 from bot.github.app import GitHubApp, RepoGateway
 from bot.github.gateway import BotIdentity, PullRequest, RateLimited
 from bot.jobs import Job, JobDetails, JobKind, JobStatus
-from bot.pipeline.admit.ceilings import clamp
+from bot.pipeline.ceilings import clamp
+from bot.pipeline.runconfig import ci_limit
 from bot.pipeline.task.ci_evidence import log_tail, read_evidence
-from bot.pipeline.task.followup import ci_done, ci_limit, gate
+from bot.pipeline.task.followup import ci_done, gate
 from bot.pipeline.task.untrusted import quoted
 from bot.repo_config.schema import RepoConfig
 from bot.settings import Settings

@@ -11,7 +11,7 @@ import tenacity
 
 from bot.github.gateway import GitToken
 from bot.jobs import JobStatus
-from bot.pipeline.publish import gitops
+from bot.pipeline.git import gitops
 from bot.pipeline.publish.tokens import FreshToken
 from tests.support.fake_github import FakeGitHub
 from tests.support.scripted_model import ScriptedModel, bash

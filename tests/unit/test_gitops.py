@@ -9,8 +9,7 @@ from pathlib import Path
 import pytest
 
 from bot.github.gateway import BotIdentity
-from bot.pipeline.judge import diffpaths
-from bot.pipeline.publish import gitops
+from bot.pipeline.git import diffpaths, gitops
 from tests.support.fake_github import FakeGitHub
 
 BOT = BotIdentity("mini-fix[bot]", "1+mini-fix[bot]@users.noreply.github.com")

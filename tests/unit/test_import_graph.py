@@ -78,6 +78,43 @@ def test_no_cycle_between_packages():
     assert cycle(packages) == []
 
 
+def part(name: str) -> str:
+    """`bot.pipeline.judge.verify` -> `bot.pipeline.judge`; `bot.pipeline.run` stays itself (a part of its own)."""
+    return ".".join(name.split(".")[:3])
+
+
+def test_the_pipelines_parts_import_only_downward():
+    # Sub-packages and modules of bot/pipeline/ in one order: no two parts reach each other, however indirectly.
+    parts: dict[str, set[str]] = {}
+    for name, targets in graph().items():
+        if name.startswith("bot.pipeline."):
+            inside = {part(t) for t in targets if t.startswith("bot.pipeline.")}
+            parts.setdefault(part(name), set()).update(inside - {part(name)})
+    assert len(parts) > 10
+    assert cycle(parts) == []
+
+
+def test_the_workers_git_is_at_the_pipelines_base():
+    edges = {name: targets for name, targets in graph().items() if name.startswith("bot.pipeline.git.")}
+    assert {"bot.pipeline.git.gitops", "bot.pipeline.git.hostgit", "bot.pipeline.git.quarantine"} <= set(edges)
+    above = {
+        t
+        for targets in edges.values()
+        for t in targets
+        if t.startswith("bot.pipeline.") and part(t) != "bot.pipeline.git"
+    }
+    assert above == set()
+
+
+def test_the_pipeline_imports_nothing_of_the_webhooks():
+    reaching = {
+        name
+        for name, targets in graph().items()
+        if name.startswith("bot.pipeline") and any(t.startswith("bot.webhooks") for t in targets)
+    }
+    assert reaching == set()
+
+
 def test_sandbox_imports_nothing_of_bot():
     offending = {name: sorted(t for t in targets if t.startswith("bot")) for name, targets in graph().items()}
     assert {name: t for name, t in offending.items() if name.startswith("sandbox") and t} == {}

@@ -14,7 +14,7 @@ import pytest
 from bot.agent.loop import AgentResult
 from bot.jobs import Outcome
 from bot.pipeline.attempts.plan import Attempt
-from bot.pipeline.judge.candidates import Candidate
+from bot.pipeline.candidates import Candidate
 from bot.pipeline.judge.judgement import Checks, judge
 from bot.repo_config.schema import RepoConfig
 from sandbox.base import SandboxConfig

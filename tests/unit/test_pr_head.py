@@ -13,7 +13,7 @@ import tenacity
 from bot.agent.model_base import ModelReply
 from bot.github.gateway import BotIdentity
 from bot.jobs import JobDetails, JobKind, JobStatus
-from bot.pipeline.publish import gitops
+from bot.pipeline.git import gitops
 from tests.support.fake_github import FakeGitHub
 from tests.support.scripted_model import ScriptedModel, bash
 from tests.unit.test_pipeline import FIX, REPO, SUBMIT, World, github

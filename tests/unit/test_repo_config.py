@@ -11,7 +11,7 @@ import pytest
 from bot.agent.config import load_config
 from bot.github.app import GitHubApp
 from bot.pipeline.admit.gate import guidance, reader
-from bot.pipeline.admit.runconfig import resolve
+from bot.pipeline.runconfig import resolve
 from bot.repo_config.load import ConfigError, LoadedConfig, load_repo_config, parse_extends
 from bot.repo_config.schema import RepoConfig
 from bot.settings import Settings

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from bot.agent.config import DEFAULT_CONFIG_PATH, MiniFixAgentConfig, load_config, load_specs
-from bot.pipeline.admit.runconfig import Flags, resolve, with_setup
+from bot.pipeline.runconfig import Flags, ci_limit, effective_label, resolve, with_setup
 from bot.repo_config.devcontainer import Devcontainer
 from bot.repo_config.schema import Limits, RepoConfig
 from bot.settings import Settings
@@ -41,6 +41,14 @@ def test_the_limits_come_from_the_repository_then_the_deployment_then_the_file(t
     assert limits(deployment, repo) == (5, 6, 7)
     assert limits(deployment, RepoConfig()) == (21, 22, 23)
     assert limits(settings(tmp_path), RepoConfig()) == (11, 12, 13)
+
+
+def test_the_jobs_total_budget_is_the_deployments_and_the_operators_own_tasks_have_none(tmp_path: Path) -> None:
+    deployment = settings(tmp_path, max_tokens=1000, max_wall_time=60)
+    job = resolve(deployment, FILE, RepoConfig())
+    assert (job.job_tokens, job.job_seconds) == (1000, 60)  # the App and `mini-fix run`
+    own = resolve(deployment, FILE, RepoConfig(), ceilings=False)
+    assert (own.job_tokens, own.job_seconds) == (0, 0)  # eval: the agent's own limits only
 
 
 def test_the_sandbox_outlives_the_agents_wall_time(tmp_path: Path) -> None:
@@ -206,3 +214,10 @@ def test_the_run_configuration_is_frozen_and_its_inputs_untouched(tmp_path: Path
     with pytest.raises(dataclasses.FrozenInstanceError):
         resolved.attempts = 2  # type: ignore[misc]
     assert file.model_dump() == before and resolved.agent.agent.step_limit == 3
+
+
+def test_the_trigger_label_and_the_ci_bound_are_decided_here(tmp_path: Path) -> None:
+    deployment = settings(tmp_path, label="fix-me", max_ci_followups=3)
+    assert effective_label(deployment, RepoConfig()) == "fix-me"
+    assert effective_label(deployment, RepoConfig(label="bot")) == "bot"
+    assert (ci_limit(RepoConfig(), deployment), ci_limit(RepoConfig(ci_followups=9), deployment)) == (2, 3)

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from bot.agent.config import load_config
-from bot.pipeline.admit.runconfig import resolve
 from bot.pipeline.attempts.execute import run_setup
+from bot.pipeline.runconfig import resolve
 from bot.repo_config.schema import RepoConfig
 from bot.settings import DEFAULT_SETUP_HOSTS, Settings
 from tests.support.fake_sandbox import FakeSandbox

@@ -16,7 +16,7 @@ from bot.pipeline.attempts.setup_cache import Lookup, RepoSetup, SetupOptions, c
 from bot.pipeline.attempts.setup_key import MAX_ENTRIES, TreeTooLarge, dependency_files, named_files, setup_key
 from bot.pipeline.attempts.setup_store import CorruptEntry, SetupStore, repo_slug
 from bot.pipeline.errors import RunFailed
-from bot.pipeline.publish import gitops
+from bot.pipeline.git import gitops
 from bot.render import render
 from bot.settings import Settings
 from sandbox.base import SandboxConfig, SandboxError

@@ -1,4 +1,4 @@
-"""The verdict read from a test run's own output (bot/pipeline/judge/testrun.py), on real runners' output.
+"""The verdict read from a test run's own output (bot/pipeline/attempts/testrun.py), on real runners' output.
 
 The samples in tests/fixtures/runner_output were captured in mini-fix-sandbox:latest without a network (its
 capture.sh says how); mocha, jest, vitest, Gradle and big.js's runner are not in the image, so theirs are written
@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from bot.pipeline.judge import testrun
-from bot.pipeline.judge.missing import missing_tool
-from bot.pipeline.judge.testrun import FAILED, LINE_CHARS, NO_TESTS, NOT_RUN, PASSED, TAIL_CHARS, provided, read
+from bot.pipeline.attempts import testrun
+from bot.pipeline.attempts.missing import missing_tool
+from bot.pipeline.attempts.testrun import FAILED, LINE_CHARS, NO_TESTS, NOT_RUN, PASSED, TAIL_CHARS, provided, read
 
 SAMPLES = Path(__file__).parents[1] / "fixtures" / "runner_output"
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from bot.eval.hostgit import base_checkout
+from bot.pipeline.git.hostgit import base_checkout
 from bot.pipeline.judge import trees
 from tests.support.candidates import FIX, REPRO, calc_base, candidate
 

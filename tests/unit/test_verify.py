@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from bot.pipeline.admit.capacity import SandboxSlots
-from bot.pipeline.attempts.change import Change
-from bot.pipeline.judge.candidates import Candidate, DroppedTests
+from bot.pipeline.candidates import Candidate, DroppedTests
+from bot.pipeline.capacity import SandboxSlots
+from bot.pipeline.change import Change
 from bot.pipeline.judge.ranking import choose
 from bot.pipeline.judge.verify import STOPPED, verify
 from bot.repo_config.schema import RepoConfig

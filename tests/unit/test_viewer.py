@@ -13,7 +13,7 @@ from pydantic import SecretStr
 
 from bot.jobs import JobKind, JobRequest, JobStatus
 from bot.ledger.sqlite.ledger import SqliteLedger
-from bot.pipeline.publish.report import run_link
+from bot.pipeline.report import run_link
 from bot.queue.dispatch import JobQueue
 from bot.settings import Settings
 from bot.signing import run_query, run_signature, signed_run_url, valid_run_id

@@ -11,13 +11,14 @@ import structlog
 from bot.github.gateway import GitHubError, GitHubGateway
 from bot.jobs import Job, JobKind, JobOutcome, JobStatus
 from bot.ledger.sql import ORG_WIDE
-from bot.pipeline.publish import gitops
+from bot.pipeline.git import gitops
+from bot.pipeline.runconfig import effective_label
 from bot.pipeline.task.issue import MAX_GUIDANCE_CHARS, cap, clean
+from bot.policy import queue_full_outcome
 from bot.render import render
 from bot.repo_config.load import ORG_REPO, ConfigError, LoadedConfig, Reader, load_repo_config
 from bot.repo_config.schema import RepoConfig
 from bot.settings import Settings
-from bot.webhooks.policy import queue_full_outcome
 
 AGENTS_FILE = "AGENTS.md"
 MAX_AGENTS_BYTES = 256 << 10
@@ -55,11 +56,6 @@ def reader(
 ) -> GitHubReader:
     """The job's config reader (see GitHubReader)."""
     return GitHubReader(github, installation_id, home, repo)
-
-
-def effective_label(settings: Settings, config: RepoConfig) -> str:
-    """The repository's trigger label."""
-    return config.label or settings.label
 
 
 def remember(loaded: LoadedConfig, repo: str, remember_label: RememberLabel | None) -> None:

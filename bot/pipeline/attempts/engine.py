@@ -19,13 +19,13 @@ import structlog
 
 from bot.agent.loop import AgentResult, StepEvent
 from bot.jobs import Outcome
-from bot.pipeline.admit.capacity import Turns, remove
 from bot.pipeline.attempts import execute, exits
-from bot.pipeline.attempts.change import Change
 from bot.pipeline.attempts.execute import EarlySandbox
 from bot.pipeline.attempts.plan import Attempt, AttemptPlan, attempt_run_id, model_for, temperature_for
+from bot.pipeline.candidates import Candidate
+from bot.pipeline.capacity import Turns, remove
+from bot.pipeline.change import Change
 from bot.pipeline.errors import RunFailed
-from bot.pipeline.judge.candidates import Candidate
 from bot.trajectory import TrajectoryWriter
 from sandbox.base import Sandbox
 
@@ -55,8 +55,14 @@ class Attempts:
         """Attempt `index`'s run id."""
         return attempt_run_id(self.plan.run_id, index, self.plan.count)
 
-    def run(self, task: str, checkout: Path, scratch: Path, secrets: list[str]) -> list[Attempt]:
-        """Run every attempt (each in its own thread) and return them in order, once all have ended."""
+    def run(
+        self, task: str, checkout: Path, scratch: Path, secrets: list[str], settled: AttemptPlan | None = None
+    ) -> list[Attempt]:
+        """Run every attempt (each in its own thread) and return them in order, once all have ended; `settled`: the
+        plan as the checkout settled it (`AttemptPlan.settled`: the App's setup and tests, known after the clone
+        these containers started during), else the plan they started with."""
+        if settled is not None:
+            self._settle(settled)
         results: dict[int, Attempt] = {}
         go = partial(self._run_one, task=task, checkout=checkout, scratch=scratch, secrets=secrets, into=results)
         threads = [
@@ -75,6 +81,15 @@ class Attempts:
                     thread.join(STOP_WAIT)
                 raise
         return [results[index] for index in sorted(results)]
+
+    def _settle(self, settled: AttemptPlan) -> None:
+        """Run by `settled` from now on: it may change what the clone tells (setup, sandbox, tests), never what the
+        started containers and turns were counted by."""
+        started = self.plan
+        same = ("count", "run_id", "factory", "budget", "slots", "parallel")
+        if any(getattr(settled, name) != getattr(started, name) for name in same):
+            raise ValueError("a settled plan must keep the started plan's attempts, run id, sandboxes and budget")
+        self.plan = settled
 
     def discard(self) -> None:
         """Remove the containers started early that no attempt took (the clone failed, the job was stopped)."""

@@ -16,13 +16,13 @@ from bot.agent.loop import Agent, AgentResult, StepEvent
 from bot.agent.model_base import Model, ModelReply
 from bot.github.gateway import GitHubGateway, RepoInfo
 from bot.jobs import Job, Outcome
-from bot.pipeline.attempts.change import Change, ChangeCaps, compute_change, excluded_paths, setup_excludes
+from bot.pipeline.attempts import testrun
 from bot.pipeline.attempts.exits import SUBMITTED, exit_for
 from bot.pipeline.attempts.setup_cache import Lookup, RepoSetup, setup_of
+from bot.pipeline.attempts.testrun import NOT_RUN
+from bot.pipeline.change import Change, ChangeCaps, compute_change, excluded_paths, setup_excludes
 from bot.pipeline.errors import ChangeTooLarge, RunFailed
-from bot.pipeline.judge import testrun
-from bot.pipeline.judge.testrun import NOT_RUN
-from bot.pipeline.publish import gitops
+from bot.pipeline.git import gitops
 from bot.pipeline.task.outline import outline
 from bot.trajectory import TrajectoryWriter
 from sandbox.base import (

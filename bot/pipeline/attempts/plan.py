@@ -1,10 +1,12 @@
-"""What one job's attempts share (`AttemptPlan`, made from a resolved run configuration by `AttemptPlan.of`), what
-each attempt leaves (`Attempt`), and the per-attempt run id and sampling temperature."""
+"""What one job's attempts share (`AttemptPlan`, frozen, made from a resolved run configuration by `AttemptPlan.of`
+for every driver), what each attempt leaves (`Attempt`), and the per-attempt run id and sampling temperature."""
 
 from __future__ import annotations
 
+import threading
+import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -12,11 +14,12 @@ from bot.agent.config import MiniFixAgentConfig, ModelConfig
 from bot.agent.loop import AgentResult, StepEvent
 from bot.agent.model_base import Model
 from bot.jobs import Outcome
-from bot.pipeline.admit.capacity import JobBudget, Removals, SandboxSlots
-from bot.pipeline.admit.runconfig import RunConfig
-from bot.pipeline.attempts.change import ChangeCaps
+from bot.pipeline.candidates import Candidate
+from bot.pipeline.capacity import JobBudget, Removals, SandboxSlots
+from bot.pipeline.change import ChangeCaps
 from bot.pipeline.errors import RunFailed
-from bot.pipeline.judge.candidates import Candidate
+from bot.pipeline.runconfig import RunConfig
+from bot.repo_config.infer import TestPlan
 from bot.repo_config.schema import RepoConfig
 from sandbox.base import Sandbox, SandboxConfig
 
@@ -60,9 +63,17 @@ class Attempt:
         return None if self.candidate.submitted else Outcome.EMPTY_DIFF
 
 
-@dataclass
+def _no_step(_attempt: int, _event: StepEvent) -> None:
+    return None
+
+
+def _no_end(_attempt: int, _how: str) -> None:
+    return None
+
+
+@dataclass(frozen=True)
 class AttemptPlan:
-    """What every attempt of one job shares."""
+    """What every attempt of one job shares; built once (`of`), never changed: a variant is a new plan (`settled`)."""
 
     count: int
     run_id: str
@@ -80,8 +91,8 @@ class AttemptPlan:
     slots: SandboxSlots = field(default_factory=lambda: SandboxSlots(0))
     removals: Removals | None = None  # the job's background removals (None: each container removed at once)
     mirror: Callable[[str, str], None] | None = None  # (run id, JSON): the shared trajectory store
-    on_step: Callable[[int, StepEvent], None] = lambda _attempt, _event: None
-    on_end: Callable[[int, str], None] = lambda _attempt, _how: None
+    on_step: Callable[[int, StepEvent], None] = _no_step
+    on_end: Callable[[int, str], None] = _no_end
     testing: dict[str, str] = field(default_factory=dict)  # the test command and how to run one test, for the task
     caps: ChangeCaps = field(default_factory=ChangeCaps)  # what a tree may cost the worker before it is diffed
     parallel: int = 0  # at most this many attempts at once, in attempt order (0: all; eval's --attempt-workers)
@@ -90,32 +101,60 @@ class AttemptPlan:
     def of(
         cls,
         resolved: RunConfig,
+        tested: tuple[RepoConfig, TestPlan] | None = None,
         *,
         run_id: str,
         factory: Callable[[SandboxConfig, str], Sandbox],
         make_model: Callable[[ModelConfig], Model],
         trajectory_path: Callable[[str], Path],
         meta: dict[str, Any],
-        budget: JobBudget,
-        count: int | None = None,
-        model: ModelConfig | None = None,
+        cancel: threading.Event,
+        clock: Callable[[], float] = time.monotonic,
+        slots: SandboxSlots | None = None,
+        mirror: Callable[[str, str], None] | None = None,
+        on_step: Callable[[int, StepEvent], None] = _no_step,
+        on_end: Callable[[int, str], None] = _no_end,
+        parallel: int = 0,
+        removals: Removals | None = None,
     ) -> AttemptPlan:
-        """The plan for a resolved run configuration: what it settles (attempts, sandbox, agent, model, repository
-        config, setup network, caps) from `resolved`, what is the driver's own (sandboxes, model client, trajectory
-        places, budget) given; eval alone overrides the count and the model (its command line's)."""
-        return cls(
-            count=resolved.attempts if count is None else count,
+        """The one way a plan is made, for the App, `mini-fix run` and `mini-fix eval`: what the run configuration
+        settles (attempts, sandbox, agent, model, repository config, setup network, caps) from `resolved`; the tests
+        from `tested` (`infer.resolve` of `resolved.repo`; None: not known before the clone); what is the driver's
+        own (sandboxes, model client, trajectory places, cancel flag, slots, progress) given. The job's budget is
+        the run configuration's (`job_tokens`, `job_seconds`), watched on the driver's cancel flag and clock."""
+        plan = cls(
+            count=resolved.attempts,
             run_id=run_id,
             factory=factory,
             sandbox_config=resolved.sandbox,
             agent=resolved.agent,
-            model=resolved.model if model is None else model,
+            model=resolved.model,
             make_model=make_model,
             config=resolved.repo,
             networked=resolved.setup_network,
             max_export_bytes=resolved.max_export_bytes,
             trajectory_path=trajectory_path,
             meta=meta,
-            budget=budget,
+            budget=JobBudget(tokens=resolved.job_tokens, seconds=resolved.job_seconds, cancel=cancel, clock=clock),
+            slots=slots or SandboxSlots(0),
+            mirror=mirror,
+            on_step=on_step,
+            on_end=on_end,
             caps=resolved.caps,
+            parallel=parallel,
+            removals=removals,
+        )
+        return plan if tested is None else plan.settled(resolved, tested)
+
+    def settled(self, resolved: RunConfig, tested: tuple[RepoConfig, TestPlan]) -> AttemptPlan:
+        """This plan once the checkout settled what only it can tell: the setup (a repository's own, else inferred
+        from its build files: `runconfig.with_setup`) with its sandbox, and the tests (`infer.resolve`: the config
+        with `test`, `reproduce` and `test_paths` filled in, and the plan the agent's task names)."""
+        config, testing = tested
+        return replace(
+            self,
+            sandbox_config=resolved.sandbox,
+            config=config,
+            networked=resolved.setup_network,
+            testing=testing.template_vars(),
         )

@@ -37,7 +37,7 @@ import structlog
 from bot import metrics
 from bot.pipeline.attempts.setup_key import setup_key
 from bot.pipeline.attempts.setup_store import CorruptEntry, SetupStore
-from bot.pipeline.publish import gitops
+from bot.pipeline.git import gitops
 from bot.settings import Settings
 from sandbox.base import ExecResult, Sandbox, SandboxConfig, SandboxError
 

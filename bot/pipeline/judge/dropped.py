@@ -28,10 +28,10 @@ import threading
 from collections.abc import Sequence
 from pathlib import Path
 
+from bot.pipeline.candidates import DroppedTests
+from bot.pipeline.git import gitops
 from bot.pipeline.judge import pyscan, reproduce, test_scanners, trees
-from bot.pipeline.judge.candidates import DroppedTests
 from bot.pipeline.judge.pyscan import TestBody, TestMap
-from bot.pipeline.publish import gitops
 
 MAX_BYTES = 2 << 20  # a larger test file is not parsed: the App cannot tell
 _REGULAR = {"100644", "100755"}

@@ -14,11 +14,11 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from bot.pipeline.admit.capacity import Removals, SandboxSlots
 from bot.pipeline.attempts import exits
-from bot.pipeline.attempts.plan import Attempt
+from bot.pipeline.attempts.plan import Attempt, AttemptPlan
+from bot.pipeline.candidates import Candidate, Choice, refusals
+from bot.pipeline.capacity import Removals, SandboxSlots
 from bot.pipeline.errors import RunFailed
-from bot.pipeline.judge.candidates import Candidate, Choice, refusals
 from bot.pipeline.judge.ranking import choose
 from bot.pipeline.judge.testbed import SandboxFactory
 from bot.pipeline.judge.verdicts import none_acceptable, partial_work, record_verdicts
@@ -40,6 +40,15 @@ class Checks:
     cancel: threading.Event
     slots: SandboxSlots | None = None  # the worker's (None: no bound)
     removals: Removals | None = None  # the job's background removals (None: each sandbox removed at once)
+
+    @classmethod
+    def of(cls, plan: AttemptPlan, checkout: Path, workdir: Path) -> Checks:
+        """The checks of a plan's attempts, for every driver: its sandboxes (setup bound), sandbox, repository
+        config, run id, stop and slots, on the base `checkout` the attempts got."""
+        return cls(
+            checkout, plan.factory, plan.sandbox_config, plan.config, plan.run_id, workdir, plan.budget.cancel,
+            plan.slots, plan.removals,
+        )  # fmt: skip
 
 
 @dataclass(frozen=True)

@@ -14,9 +14,9 @@ lines changed, (d) the lower attempt number. The PR's Markdown about the choice 
 
 from __future__ import annotations
 
+from bot.pipeline.attempts import testrun
 from bot.pipeline.attempts.exits import SUBMITTED
-from bot.pipeline.judge import testrun
-from bot.pipeline.judge.candidates import Candidate, Choice
+from bot.pipeline.candidates import Candidate, Choice
 
 NAMES_SHOWN = 10  # dropped tests named in a table cell or the PR body, then "and N more"
 

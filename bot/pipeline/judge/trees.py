@@ -10,7 +10,7 @@ import os
 import shutil
 from pathlib import Path
 
-from bot.pipeline.publish import gitops
+from bot.pipeline.git import gitops
 
 _GLOB_SPECIALS = "*?[]\\"
 

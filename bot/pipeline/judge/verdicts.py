@@ -16,8 +16,8 @@ from bot import metrics
 from bot.jobs import Outcome
 from bot.pipeline.attempts import exits
 from bot.pipeline.attempts.plan import Attempt
+from bot.pipeline.candidates import Choice, refusals
 from bot.pipeline.errors import RunFailed
-from bot.pipeline.judge.candidates import Choice, refusals
 from bot.repo_config.schema import RepoConfig
 from bot.trajectory import redact, write_atomic
 

@@ -36,11 +36,13 @@ from typing import Any
 
 import structlog
 
-from bot.pipeline.admit.capacity import Removals, SandboxSlots, remove
+from bot.pipeline.attempts import testrun
 from bot.pipeline.attempts.execute import OUTPUT_TAIL, TEST_TIMEOUT, closed_on_cancel, run_test
-from bot.pipeline.errors import GitError, RunFailed, SetupFailed
-from bot.pipeline.judge import dropped, reproduce, testrun, trees
-from bot.pipeline.judge.candidates import Candidate, DroppedTests, Reproduction, Verdict
+from bot.pipeline.candidates import Candidate, DroppedTests, Reproduction, Verdict
+from bot.pipeline.capacity import Removals, SandboxSlots, remove
+from bot.pipeline.errors import RunFailed, SetupFailed
+from bot.pipeline.git.gitops import GitError
+from bot.pipeline.judge import dropped, reproduce, trees
 from bot.pipeline.judge.testbed import SandboxFactory, prepare
 from bot.repo_config.schema import RepoConfig
 from sandbox.base import Sandbox, SandboxConfig, SandboxError

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from bot.github.gateway import BotIdentity, RepoInfo
 from bot.jobs import Job, JobKind
-from bot.pipeline.publish import gitops
+from bot.pipeline.git import gitops
 from bot.pipeline.task.issue import cap, clean
 
 MAX_SUBJECTS = 20

@@ -12,8 +12,9 @@ from bot.github.gateway import GitHubGateway, Issue, PullRequest, can_write
 from bot.jobs import JobKind, Outcome, RunInfo
 from bot.pipeline.attempts.execute import git_failure
 from bot.pipeline.errors import RunFailed
-from bot.pipeline.judge.checks import checks_from_steps, untrusted_summary
-from bot.pipeline.publish import branch, gitops
+from bot.pipeline.git import gitops
+from bot.pipeline.publish import branch
+from bot.pipeline.publish.checks import checks_from_steps, untrusted_summary
 from bot.pipeline.publish.transcript import render_trajectory, steps_from_messages
 from bot.render import diffstat, fit, render
 

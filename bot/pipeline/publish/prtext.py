@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from bot.pipeline.judge import testrun
-from bot.pipeline.judge.candidates import Candidate, Choice
+from bot.pipeline.attempts import testrun
+from bot.pipeline.candidates import Candidate, Choice
 from bot.pipeline.judge.ranking import NAMES_SHOWN, dropped_text, reproductions_passed, valid_reproductions
 from bot.render import render
 

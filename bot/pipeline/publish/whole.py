@@ -15,10 +15,10 @@ from pathlib import Path
 
 import structlog
 
-from bot.pipeline.errors import GitError
-from bot.pipeline.judge import diffpaths, dropped
-from bot.pipeline.judge.candidates import DroppedTests
-from bot.pipeline.publish import gitops
+from bot.pipeline.candidates import DroppedTests
+from bot.pipeline.git import diffpaths, gitops
+from bot.pipeline.git.gitops import GitError
+from bot.pipeline.judge import dropped
 
 log = structlog.get_logger()
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from bot.github.gateway import Comment, GitHubGateway
-from bot.pipeline.publish.gitops import branch_name
+from bot.pipeline.git.gitops import branch_name
 
 STATUS_MARKER = "<!-- mini-fix:status -->"  # in every status comment (prompts/status_comment.md)
 

@@ -1,4 +1,5 @@
-"""`ci` and `review` follow-ups in the worker: may one run, what new information its task gets, what it answers.
+"""`ci` and `review` follow-ups in the worker: may one run, what new information its task gets, what it answers
+(each kind's object, `kinds.py`, calls what here is its own).
 
 A follow-up is a job like any other (status comment, ledger, trajectory, `/agent stop`); this module adds what is
 its own. Everything it reads from CI or a review is untrusted: quoted through `bot.pipeline.task.untrusted`.
@@ -14,11 +15,12 @@ import structlog
 
 from bot.github.gateway import GitHubGateway, PullRequest, RateLimited, Review
 from bot.jobs import AddressedAsk, AddressedComment, Job, JobKind, JobOutcome, JobStatus
+from bot.pipeline.runconfig import ci_limit
 from bot.pipeline.task.ci_evidence import CiEvidence, read_evidence
 from bot.pipeline.task.issue import MAX_GUIDANCE_CHARS, cap, clean
 from bot.pipeline.task.untrusted import plain, quoted
 from bot.render import render
-from bot.repo_config.schema import DEFAULT_CI_FOLLOWUPS, RepoConfig
+from bot.repo_config.schema import RepoConfig
 from bot.settings import Settings
 
 FOLLOWUPS = (JobKind.CI, JobKind.REVIEW)
@@ -73,17 +75,6 @@ def recheck_pr(job: Job, gh: GitHubGateway) -> str | None:
     if job.kind not in FOLLOWUPS:
         return None
     return pr_ended(job, gh.get_pr(pull_of(job)), gh, when="while this run worked")
-
-
-def requester_role(job: Job, gh: GitHubGateway) -> str:
-    """The requester's role; a `ci` follow-up's requester is the App itself (`gate` checked), which may run it."""
-    return "write" if job.kind == JobKind.CI else gh.permission(job.requester)
-
-
-def ci_limit(config: RepoConfig, settings: Settings) -> int:
-    """CI follow-ups allowed per PR between a person's runs: the repository's, within the operator's ceiling."""
-    wanted = DEFAULT_CI_FOLLOWUPS if config.ci_followups is None else config.ci_followups
-    return min(wanted, settings.max_ci_followups)
 
 
 def ci_done(jobs: list[Job], job_id: str) -> int:

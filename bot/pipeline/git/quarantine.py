@@ -14,8 +14,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from bot.pipeline.errors import GitError
-from bot.pipeline.publish.gitops import git_bytes
+from bot.pipeline.git.gitops import GitError, git_bytes
 
 _CONFIG = "[core]\n\trepositoryformatversion = {version}\n\tbare = true\n{extensions}"
 MAX_REF_BYTES = 1 << 30  # packed-refs of a very large repository; a cap, not a size anyone reaches

@@ -14,7 +14,7 @@ from functools import partial
 from pathlib import Path
 
 from bot.pipeline.errors import ChangeTooLarge
-from bot.pipeline.publish import gitops
+from bot.pipeline.git import gitops
 
 LINK_MODES = {"120000": "symlink", "160000": "gitlink"}
 SUBMODULES_FILE = ".gitmodules"

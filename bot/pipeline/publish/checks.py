@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from bot.pipeline.judge.missing import missing_tool
+from bot.pipeline.attempts.missing import missing_tool
 from bot.pipeline.publish.transcript import Step
 from bot.render import untrusted
 

@@ -14,12 +14,22 @@ from typing import TypedDict, Unpack
 import tenacity
 
 from bot.github.gateway import BotIdentity
-from bot.pipeline.errors import GitError as GitError  # gitops.GitError reads naturally at call sites
-from bot.pipeline.errors import LeaseRejected as LeaseRejected
 
 REMOTE_ATTEMPTS = 4  # tries of one clone, fetch or push when GitHub's answer is transient
 RETRY_WAIT = tenacity.wait_exponential(multiplier=1, min=1, max=20)  # tests set tenacity.wait_none()
 Token = str | Callable[[], str]  # a token, or where to get one valid now (asked again before every try)
+
+
+class GitError(Exception):
+    """A git command failed; the message never holds the token or the command line."""
+
+    def __init__(self, message: str, *, transient: bool = False, retries: int = 0) -> None:
+        super().__init__(message)
+        self.transient, self.retries = transient, retries
+
+
+class LeaseRejected(GitError):
+    """The branch moved since the job started: the push was refused rather than overwrite someone's commits."""
 
 
 # What git prints when the server or the connection failed, not the request: worth another try.

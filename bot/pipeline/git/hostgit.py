@@ -10,12 +10,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from bot.eval.quarantine import quarantined
-from bot.pipeline.errors import GitError
-from bot.pipeline.publish.gitops import git_bytes
-
-GitFailed = GitError
-"""A git step failed; the message says which and git's own reason (the worker's own git error)."""
+from bot.pipeline.git.gitops import GitError, git_bytes
+from bot.pipeline.git.quarantine import quarantined
 
 END = "--end-of-options"
 """Before every value read from a repository or a task file (a revision, an object name): git never takes it
@@ -32,7 +28,7 @@ def git(
     timeout: float = 600,
     git_dir: Path | None = None,
 ) -> str:
-    """Run git under the worker's hardened configuration (in `git_dir` when given); raise GitFailed."""
+    """Run git under the worker's hardened configuration (in `git_dir` when given); raise GitError."""
     env = {"GIT_DIR": str(git_dir)} if git_dir else None
     out = git_bytes(args, cwd=cwd or git_dir, what=f"git {args[0]}", stdin=stdin, timeout=timeout, env=env)
     return out.decode("utf-8", "surrogateescape")
@@ -60,10 +56,10 @@ def base_checkout(source: str, commit: str, dest: Path) -> str:
     clone_bare_safely(source, dest, "--no-checkout")
     try:
         sha = git(["rev-parse", "--verify", "--quiet", END, f"{commit}^{{commit}}"], cwd=dest).strip()
-    except GitFailed:
-        raise GitFailed(f"base commit {commit} is not in {source}") from None
+    except GitError:
+        raise GitError(f"base commit {commit} is not in {source}") from None
     if not OBJECT_NAME.fullmatch(sha):  # `checkout --detach` takes no --end-of-options: only an object name
-        raise GitFailed(f"base commit {commit} is not in {source}")
+        raise GitError(f"base commit {commit} is not in {source}")
     git(["checkout", "--quiet", "--detach", sha], cwd=dest)
     for ref in git(["for-each-ref", "--format=%(refname)"], cwd=dest).split():
         git(["update-ref", "-d", END, ref], cwd=dest)
@@ -74,13 +70,13 @@ def base_checkout(source: str, commit: str, dest: Path) -> str:
 
 
 def apply_patch(repo: Path, patch: str, what: str) -> None:
-    """Apply a unified or binary diff to the working tree; GitFailed says which patch did not apply."""
+    """Apply a unified or binary diff to the working tree; GitError says which patch did not apply."""
     if not patch.strip():
         return
     try:
         git(["apply", "--binary", "--whitespace=nowarn", "-"], cwd=repo, stdin=patch)
-    except GitFailed as exc:
-        raise GitFailed(f"{what} does not apply: {exc}") from None
+    except GitError as exc:
+        raise GitError(f"{what} does not apply: {exc}") from None
 
 
 def diff(repo: Path, old: str, new: str, paths: list[str]) -> str:
@@ -100,19 +96,19 @@ def commit_parts(git_dir: Path, sha: str) -> tuple[list[str], str]:
 
     Parsed as git does: `tree`, then only `parent` lines, then `author`; a `parent` line anywhere later is any
     other header and not a parent. Each parent must be a full object name (40 or 64 hex digits), so nothing a
-    repository wrote reaches a later git command line as an option. GitFailed when the header is not that."""
+    repository wrote reaches a later git command line as an option. GitError when the header is not that."""
     raw = git(["cat-file", "commit", END, sha], git_dir=git_dir)
     header, _, message = raw.partition("\n\n")
     lines = header.split("\n")
     if not lines or not _TREE.fullmatch(lines[0]):
-        raise GitFailed(f"malformed commit {sha}: no tree line first")
+        raise GitError(f"malformed commit {sha}: no tree line first")
     parents: list[str] = []
     rest = lines[1:]
     while rest and rest[0].startswith("parent "):
         parent = rest.pop(0).removeprefix("parent ")
         if not OBJECT_NAME.fullmatch(parent):
-            raise GitFailed(f"malformed commit {sha}: parent {parent[:80]!r} is not an object name")
+            raise GitError(f"malformed commit {sha}: parent {parent[:80]!r} is not an object name")
         parents.append(parent)
     if not rest or not rest[0].startswith("author "):
-        raise GitFailed(f"malformed commit {sha}: no author after the parents")
+        raise GitError(f"malformed commit {sha}: no author after the parents")
     return parents, message

@@ -11,8 +11,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from bot.pipeline.attempts.change import Change
-from bot.pipeline.judge import diffpaths
+from bot.pipeline.change import Change
+from bot.pipeline.git import diffpaths
 from bot.repo_config.schema import RepoConfig
 
 

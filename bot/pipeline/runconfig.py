@@ -14,11 +14,11 @@ from pydantic import SecretStr
 
 from bot.agent import profiles
 from bot.agent.config import MiniFixAgentConfig, ModelConfig
-from bot.pipeline.admit.ceilings import clamp
-from bot.pipeline.attempts.change import ChangeCaps
+from bot.pipeline.ceilings import clamp
+from bot.pipeline.change import ChangeCaps
 from bot.repo_config import devcontainer as devcontainers
 from bot.repo_config import setup_infer
-from bot.repo_config.schema import RepoConfig
+from bot.repo_config.schema import DEFAULT_CI_FOLLOWUPS, RepoConfig
 from bot.repo_config.setup_infer import ONLINE_ENV
 from bot.repo_config.setup_mirrors import mirror_files
 from bot.settings import Settings
@@ -60,6 +60,10 @@ class RunConfig:
     """Whether a setup phase gets a network (the filtering proxy)."""
     caps: ChangeCaps
     max_export_bytes: int
+    job_tokens: int = 0
+    """The job's total over all its attempts (MINIFIX_MAX_TOKENS); 0: none, the agent's own limits only (eval)."""
+    job_seconds: float = 0
+    """The job's wall time over all its attempts (MINIFIX_MAX_WALL_TIME); 0: none (eval)."""
     notes: tuple[str, ...] = ()
 
     @property
@@ -97,6 +101,8 @@ def resolve(
         setup_network=networked,
         caps=ChangeCaps(settings.max_changed_files, settings.max_changed_bytes),
         max_export_bytes=settings.max_export_bytes,
+        job_tokens=settings.max_tokens if ceilings else 0,  # the operator's own tasks: no job-wide budget
+        job_seconds=settings.max_wall_time if ceilings else 0,
         notes=tuple([*notes, note] if note else notes),
     )
 
@@ -167,6 +173,18 @@ def _attempts(settings: Settings, repo: RepoConfig, flags: Flags, ceilings: bool
         return asked, ""
     source = f"--attempts {asked}" if flags.attempts else f"MINIFIX_AGENT_ATTEMPTS={asked}"
     return top, f"`{source}` {ATTEMPTS_CEILING}; used {top}"
+
+
+def effective_label(settings: Settings, config: RepoConfig) -> str:
+    """The repository's trigger label: its `label:`, else MINIFIX_LABEL."""
+    return config.label or settings.label
+
+
+def ci_limit(config: RepoConfig, settings: Settings) -> int:
+    """CI follow-ups allowed per PR between a person's runs: the repository's `ci_followups:` (else the default),
+    within the operator's ceiling (MINIFIX_MAX_CI_FOLLOWUPS)."""
+    wanted = DEFAULT_CI_FOLLOWUPS if config.ci_followups is None else config.ci_followups
+    return min(wanted, settings.max_ci_followups)
 
 
 def with_setup(resolved: RunConfig, checkout: Path, settings: Settings) -> tuple[RunConfig, setup_infer.SetupPlan]:

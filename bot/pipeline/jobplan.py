@@ -1,25 +1,23 @@
-"""The App's plan for one job's attempts (for `engine.py`), from its resolved `RunConfig`."""
+"""The App's plan for one job's attempts (for `engine.py`), from its resolved `RunConfig` (`AttemptPlan.of`)."""
 
 from __future__ import annotations
 
 from functools import partial
 
 from bot.agent.loop import StepEvent
-from bot.pipeline.admit.capacity import JobBudget, SandboxSlots
-from bot.pipeline.admit.runconfig import RunConfig
 from bot.pipeline.attempts.plan import AttemptPlan
+from bot.pipeline.capacity import Removals
 from bot.pipeline.deps import PipelineDeps
 from bot.pipeline.publish.status import StatusComment
+from bot.pipeline.runconfig import RunConfig
 from bot.pipeline.state import RunState
 
 
-def plan_for(state: RunState, deps: PipelineDeps, resolved: RunConfig) -> AttemptPlan:
-    """What the job's attempts share: sandbox, agent, model, budgets, slots, trajectory places, progress."""
+def plan_for(state: RunState, deps: PipelineDeps, resolved: RunConfig, removals: Removals) -> AttemptPlan:
+    """What the job's attempts share: sandbox, agent, model, budgets, slots, background removals, trajectory
+    places, progress."""
     settings = deps.settings
-    budget = JobBudget(
-        tokens=settings.max_tokens, seconds=settings.max_wall_time, cancel=state.cancel, clock=deps.clock
-    )
-    plan = AttemptPlan.of(
+    return AttemptPlan.of(
         resolved,
         run_id=state.run["run_id"],
         factory=deps.sandbox,
@@ -33,13 +31,18 @@ def plan_for(state: RunState, deps: PipelineDeps, resolved: RunConfig) -> Attemp
             "model": state.model.model_name,
             "profile": state.agent.profile,
         },
-        budget=budget,
+        cancel=state.cancel,
+        clock=deps.clock,
+        slots=deps.sandbox_slots,
+        removals=removals,
+        mirror=deps.save_trajectory,
+        on_step=partial(on_step, state.status),
+        on_end=state.status.ended if state.count > 1 else _quiet,
     )
-    plan.slots = deps.sandbox_slots or SandboxSlots(0)
-    plan.mirror = deps.save_trajectory
-    plan.on_step = partial(on_step, state.status)
-    plan.on_end = state.status.ended if state.count > 1 else lambda _attempt, _how: None
-    return plan
+
+
+def _quiet(_attempt: int, _how: str) -> None:
+    """One attempt's end says nothing: its status comment has no attempts table."""
 
 
 def on_step(status: StatusComment, attempt: int, event: StepEvent) -> None:

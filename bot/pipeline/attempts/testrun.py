@@ -27,7 +27,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from bot.pipeline.judge.missing import CODES, describe, missing_tool, shell_said
+from bot.pipeline.attempts.missing import CODES, describe, missing_tool, shell_said
 
 PASSED = "passed"
 FAILED = "failed"

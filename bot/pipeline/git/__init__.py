@@ -1,0 +1,1 @@
+"""The worker's git at the base of the pipeline: hardened commands, host reads of untrusted repositories, diffs."""
