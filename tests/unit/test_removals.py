@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from bot.jobs import JobStatus
-from bot.pipeline.admit.capacity import Removals, SandboxSlots
+from bot.pipeline.capacity import Removals, SandboxSlots
 from bot.pipeline.deps import PipelineDeps
 from sandbox.base import Sandbox, SandboxConfig
 from tests.support.fake_github import FakeGitHub
