@@ -113,7 +113,7 @@ SEMVER = Project(
     release=Release(
         "semver",
         "3.0.2",
-        "https://files.pythonhosted.org/packages/source/s/semver/semver-3.0.2.tar.gz",
+        "https://files.pythonhosted.org/packages/41/6c/a536cc008f38fd83b3c1b98ce19ead13b746b5588c9a0cb9dd9f6ea434bc/semver-3.0.2.tar.gz",
         "6253adb39c70f6e51afed2fa7152bcd414c411286088fb4b9effb133885ab4cc",
         "semver-3.0.2",
     ),
