@@ -3,7 +3,7 @@
 The exit code alone misleads: `python3 -m unittest discover` on a pytest project runs 0 tests and exits 0; big.js's
 runner prints "47455 of 47456 tests passed" and exits 0; `No module named pytest`, Maven's `Non-resolvable import
 POM` or `sh: 1: mocha: not found` fail before any test runs. So the host reads the runner's own summary where it
-prints one (pytest, unittest, go test, cargo test, Maven Surefire, Gradle, node's test runner in TAP or spec form,
+prints one (pytest, unittest, go test, cargo test, Maven Surefire, Gradle, node's test runner in TAP or spec form, tape,
 mocha, jest, vitest, "N of M tests passed"), and the signs that nothing could run (a missing tool, module,
 dependency, script or toolchain):
 
