@@ -2,7 +2,7 @@
 
 The samples in tests/fixtures/runner_output were captured in mini-fix-sandbox:latest without a network (its
 capture.sh says how); mocha, jest, vitest, Gradle and big.js's runner are not in the image, so theirs are written
-by hand in the form those runners print.
+by hand in the form those runners print; tape's (tape_*) come from deep-equal 1.0.1's `npm test` on a host's node.
 """
 
 from __future__ import annotations
@@ -86,6 +86,9 @@ def sample(name: str) -> tuple[str, int]:
         ("npm_test_failed", FAILED, "pass 1, fail 1"),
         ("node_test_zero", NO_TESTS, "tests 0"),
         ("node_test_missing_package", NOT_RUN, "the package `chai` is not installed"),
+        # tape 3 (deep-equal 1.0.1's `npm test`, on the host's node): TAP totals with two spaces (`# pass  21`)
+        ("tape_passed", PASSED, "tape: tests 21, pass 21"),
+        ("tape_failed", FAILED, "tape: tests 21, pass 20, fail 1"),
         # mocha, jest, vitest
         ("mocha_passed", PASSED, "4 passing"),
         ("mocha_failed", FAILED, "3 passing, 1 failing"),

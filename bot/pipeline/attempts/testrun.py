@@ -3,7 +3,7 @@
 The exit code alone misleads: `python3 -m unittest discover` on a pytest project runs 0 tests and exits 0; big.js's
 runner prints "47455 of 47456 tests passed" and exits 0; `No module named pytest`, Maven's `Non-resolvable import
 POM` or `sh: 1: mocha: not found` fail before any test runs. So the host reads the runner's own summary where it
-prints one (pytest, unittest, go test, cargo test, Maven Surefire, Gradle, node's test runner in TAP or spec form,
+prints one (pytest, unittest, go test, cargo test, Maven Surefire, Gradle, node's test runner in TAP or spec form, tape,
 mocha, jest, vitest, "N of M tests passed"), and the signs that nothing could run (a missing tool, module,
 dependency, script or toolchain):
 
@@ -208,7 +208,8 @@ _SUREFIRE = re.compile(
 )
 _SUREFIRE_RAN = re.compile(r"^\[INFO\] --- (?:maven-)?surefire(?:-plugin)?:\S{1,40}:test ")
 _GRADLE = re.compile(r"^(\d{1,9}) tests? completed, (\d{1,9}) failed")
-_NODE = re.compile(r"^(?:#|\u2139) (tests|pass|fail|cancelled|skipped|todo) (\d{1,9})\s*$")
+# node's test runner (`# pass 2`, `ℹ pass 2`) and tape (`# pass  2`, two spaces: TAP's totals as tape prints them)
+_NODE = re.compile(r"^(?:#|\u2139) (tests|pass|fail|cancelled|skipped|todo)( {1,2})(\d{1,9})\s*$")
 _MOCHA = re.compile(r"^\s{0,8}(\d{1,9}) (passing|failing|pending)(?: \(\d[\w.]{0,12}\))?\s*$")
 _JEST = re.compile(r"^Tests:\s{1,20}((?:\d{1,9} [a-z]{4,9}, ){0,6})(\d{1,9}) total\s*$")
 _JEST_SUITES = re.compile(r"^Test Suites:\s{1,20}(?:(\d{1,9}) failed, )?.{0,80}?(\d{1,9}) total\s*$")
@@ -329,13 +330,15 @@ def _gradle(lines: list[str], counts: _Counts) -> None:
 
 def _node(lines: list[str], counts: _Counts) -> None:
     found: dict[str, int] = {}
+    runner = "node --test"
     for line in lines:
         if match := _NODE.match(line):
-            found[match.group(1)] = int(match.group(2))  # the last block: the run's totals
+            found[match.group(1)] = int(match.group(3))  # the last block: the run's totals
+            runner = "tape" if match.group(2) == "  " else "node --test"
     if "tests" in found or "pass" in found:
         failed = found.get("fail", 0) + found.get("cancelled", 0)
         said = ", ".join(f"{k} {v}" for k, v in found.items())
-        counts.add("node --test", found.get("pass", 0), failed, said)
+        counts.add(runner, found.get("pass", 0), failed, said)
 
 
 def _mocha(lines: list[str], counts: _Counts) -> None:
