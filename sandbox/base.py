@@ -146,3 +146,49 @@ class Sandbox(Protocol):
     def close(self) -> None:
         """Remove the container. Idempotent; never raises."""
         ...
+
+
+class DelegatingSandbox:
+    """A sandbox that wraps another: every `Sandbox` method, and any other attribute the real one has
+    (disconnect_network, stream_in, image_id, container_id...), goes to `inner`; a wrapper overrides only what it
+    adds to."""
+
+    def __init__(self, inner: Sandbox) -> None:
+        self.inner = inner
+
+    def execute(self, command: str, *, timeout: float | None = None, cwd: str | None = None) -> ExecResult:
+        """See `Sandbox.execute`."""
+        return self.inner.execute(command, timeout=timeout, cwd=cwd)
+
+    def copy_in(self, src: Path, dest: str | None = None) -> None:
+        """See `Sandbox.copy_in`."""
+        self.inner.copy_in(src, dest)
+
+    def diff(self) -> str:
+        """See `Sandbox.diff`."""
+        return self.inner.diff()
+
+    def export_tree(self, dest: Path, *, max_bytes: int) -> None:
+        """See `Sandbox.export_tree`."""
+        self.inner.export_tree(dest, max_bytes=max_bytes)
+
+    def run_check(self, command: str, *, timeout: float) -> ExecResult:
+        """See `Sandbox.run_check`."""
+        return self.inner.run_check(command, timeout=timeout)
+
+    def end_processes(self) -> None:
+        """See `Sandbox.end_processes`."""
+        self.inner.end_processes()
+
+    def template_vars(self) -> dict[str, Any]:
+        """See `Sandbox.template_vars`."""
+        return self.inner.template_vars()
+
+    def close(self) -> None:
+        """See `Sandbox.close`."""
+        self.inner.close()
+
+    def __getattr__(self, name: str) -> Any:
+        if name == "inner":  # not set yet (e.g. while copying): never recurse
+            raise AttributeError(name)
+        return getattr(self.inner, name)

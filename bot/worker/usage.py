@@ -17,7 +17,6 @@ from concurrent.futures import Future
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, replace
-from pathlib import Path
 from typing import Any
 
 import structlog
@@ -28,7 +27,7 @@ from bot.agent.model_base import Model, ModelReply
 from bot.jobs import Job
 from bot.ledger.usage import Usage, day_of
 from bot.settings import Settings
-from sandbox.base import ExecResult, Sandbox, SandboxConfig
+from sandbox.base import DelegatingSandbox, Sandbox, SandboxConfig
 
 Write = Callable[[Usage], "Future[bool]"]
 FINAL_WAIT_SECONDS = 30.0
@@ -157,40 +156,13 @@ class MeteredModel:
         return getattr(self.inner, name)
 
 
-class MeteredSandbox:
+class MeteredSandbox(DelegatingSandbox):
     """A sandbox whose CPU-seconds, as the engine counts them, are added to the meter when it closes."""
 
     def __init__(self, inner: Sandbox, meter: JobMeter) -> None:
-        self.inner, self.meter = inner, meter
+        super().__init__(inner)
+        self.meter = meter
         self._metered = threading.Event()
-
-    def execute(self, command: str, *, timeout: float | None = None, cwd: str | None = None) -> ExecResult:
-        """See `Sandbox.execute`."""
-        return self.inner.execute(command, timeout=timeout, cwd=cwd)
-
-    def copy_in(self, src: Path, dest: str | None = None) -> None:
-        """See `Sandbox.copy_in`."""
-        self.inner.copy_in(src, dest)
-
-    def diff(self) -> str:
-        """See `Sandbox.diff`."""
-        return self.inner.diff()
-
-    def export_tree(self, dest: Path, *, max_bytes: int) -> None:
-        """See `Sandbox.export_tree`."""
-        self.inner.export_tree(dest, max_bytes=max_bytes)
-
-    def run_check(self, command: str, *, timeout: float) -> ExecResult:
-        """See `Sandbox.run_check`."""
-        return self.inner.run_check(command, timeout=timeout)
-
-    def end_processes(self) -> None:
-        """See `Sandbox.end_processes`."""
-        self.inner.end_processes()
-
-    def template_vars(self) -> dict[str, Any]:
-        """See `Sandbox.template_vars`."""
-        return self.inner.template_vars()
 
     def close(self) -> None:
         """Read the container's CPU time once, then close it."""
@@ -201,9 +173,3 @@ class MeteredSandbox:
             if seconds:
                 self.meter.add_cpu(float(seconds))
         self.inner.close()
-
-    def __getattr__(self, name: str) -> Any:
-        """Anything else the real sandbox has (disconnect_network, stream_in, image_id, container_id...)."""
-        if name == "inner":
-            raise AttributeError(name)
-        return getattr(self.inner, name)

@@ -39,7 +39,7 @@ from bot.pipeline.attempts.setup_key import setup_key
 from bot.pipeline.attempts.setup_store import CorruptEntry, SetupStore
 from bot.pipeline.git import gitops
 from bot.settings import Settings
-from sandbox.base import ExecResult, Sandbox, SandboxConfig, SandboxError
+from sandbox.base import DelegatingSandbox, Sandbox, SandboxConfig, SandboxError
 
 log = structlog.get_logger(__name__)
 SandboxFactory = Callable[[SandboxConfig, str], Sandbox]
@@ -235,12 +235,13 @@ class RepoSetup:
         self.on_report(self.summary())
 
 
-class SetupSandbox:
+class SetupSandbox(DelegatingSandbox):
     """A sandbox of one repository's job: the real one, plus that repository's setup (what it copied in first is
     the checkout its setup key is read from)."""
 
     def __init__(self, inner: Sandbox, setup: RepoSetup) -> None:
-        self.inner, self.setup = inner, setup
+        super().__init__(inner)
+        self.setup = setup
         self.checkout: Path | None = None
 
     def copy_in(self, src: Path, dest: str | None = None) -> None:
@@ -248,40 +249,6 @@ class SetupSandbox:
         self.inner.copy_in(src, dest)
         if dest is None and self.checkout is None:
             self.checkout = Path(src)
-
-    def execute(self, command: str, *, timeout: float | None = None, cwd: str | None = None) -> ExecResult:
-        """See `Sandbox.execute`."""
-        return self.inner.execute(command, timeout=timeout, cwd=cwd)
-
-    def diff(self) -> str:
-        """See `Sandbox.diff`."""
-        return self.inner.diff()
-
-    def export_tree(self, dest: Path, *, max_bytes: int) -> None:
-        """See `Sandbox.export_tree`."""
-        self.inner.export_tree(dest, max_bytes=max_bytes)
-
-    def run_check(self, command: str, *, timeout: float) -> ExecResult:
-        """See `Sandbox.run_check`."""
-        return self.inner.run_check(command, timeout=timeout)
-
-    def end_processes(self) -> None:
-        """See `Sandbox.end_processes`."""
-        self.inner.end_processes()
-
-    def template_vars(self) -> dict[str, Any]:
-        """See `Sandbox.template_vars`."""
-        return self.inner.template_vars()
-
-    def close(self) -> None:
-        """See `Sandbox.close`."""
-        self.inner.close()
-
-    def __getattr__(self, name: str) -> Any:
-        """Anything else the real sandbox has (disconnect_network, stream_in, image_id, container_id...)."""
-        if name == "inner":  # not set yet (e.g. while copying): never recurse
-            raise AttributeError(name)
-        return getattr(self.inner, name)
 
 
 def cache_owner(full_name: str, repo_id: int | None) -> str:
