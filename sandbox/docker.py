@@ -21,6 +21,7 @@ from sandbox.archive import extract_archive, tar_directory
 from sandbox.base import ExecResult, SandboxConfig, SandboxError
 from sandbox.channel import RunnerChannel, RunnerUnavailable
 from sandbox.cleanup import remove_run_containers, sweep
+from sandbox.cpu import cgroup_cpu_seconds, engine_cpu_seconds
 from sandbox.engine import (
     DEADLINE_LABEL,
     LABEL,
@@ -341,13 +342,10 @@ class DockerSandbox:
         return {**self._uname, "cwd": self.config.cwd}
 
     def cpu_seconds(self) -> float | None:
-        """CPU time the container's processes used so far, as the engine counts it (its cgroup; one cheap
-        one-shot stats call); None when the engine cannot say."""
-        try:
-            stats = self.client.api.stats(self.container_id, stream=False, one_shot=True)
-            return int(stats["cpu_stats"]["cpu_usage"]["total_usage"]) / 1e9
-        except Exception:  # a container already gone, an engine away: no figure rather than a failed run
-            return None
+        """CPU time the container's processes used so far, as the kernel counts it for its cgroup (read on the host
+        where the engine is local, else the engine's one-shot stats); None when neither can say."""
+        found = cgroup_cpu_seconds(self.container_id)
+        return found if found is not None else engine_cpu_seconds(self.client.api, self.container_id)
 
     def close(self) -> None:
         """Remove the container, ending any action running in it. Idempotent; never raises."""
