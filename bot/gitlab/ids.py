@@ -1,0 +1,24 @@
+"""How a GitLab project shows up in a job's `installation_id`, so every stage keeps its (installation, repo) shape.
+
+GitLab has no App installation; its unit of sharing is the top-level group (or user namespace). A GitLab job's
+installation id is a negative number derived from that namespace's path: GitHub's installation ids are always
+positive, so the sign alone says which forge a job belongs to, and fair share and quotas group a GitLab group's
+projects together as they do an organisation's repositories."""
+
+from __future__ import annotations
+
+import hashlib
+
+
+def installation_of(project_path: str) -> int:
+    """The (negative, stable) installation id of a GitLab project `group/[sub/]project`: its top-level namespace."""
+    top = project_path.strip("/").split("/", 1)[0].casefold()
+    if not top:
+        raise ValueError("a GitLab project path needs a namespace")
+    digest = hashlib.blake2b(top.encode(), digest_size=6).digest()
+    return -(int.from_bytes(digest, "big") or 1)
+
+
+def is_gitlab(installation_id: int) -> bool:
+    """Whether a job's installation id is a GitLab namespace's (see `installation_of`)."""
+    return installation_id < 0

@@ -1,0 +1,17 @@
+from __future__ import annotations
+
+import pytest
+
+from bot.gitlab.ids import installation_of, is_gitlab
+
+
+def test_a_groups_projects_share_one_negative_installation_id() -> None:
+    a, b = installation_of("acme/app"), installation_of("Acme/sub/lib")
+    assert a == b and a < 0 and is_gitlab(a)
+    assert installation_of("other/app") != a
+    assert not is_gitlab(12345)  # GitHub's installation ids are positive
+
+
+def test_a_project_path_without_a_namespace_is_refused() -> None:
+    with pytest.raises(ValueError):
+        installation_of("/")
