@@ -58,6 +58,12 @@ class Settings(BaseSettings):
     """Secret GitHub signs webhook deliveries with."""
     github_api_url: str = "https://api.github.com"
     """REST API root; set for GitHub Enterprise Server (https://HOST/api/v3) and in tests."""
+    gitlab_url: str | None = None
+    """A GitLab instance to serve as well (https://gitlab.example.org; its API at /api/v4); unset: GitHub only."""
+    gitlab_token: SecretStr | None = None
+    """The GitLab bot user's, group's or project's access token (scopes `api`, `write_repository`)."""
+    gitlab_webhook_secret: SecretStr | None = None
+    """The secret token GitLab sends in `X-Gitlab-Token` with every webhook delivery."""
     model: str = "hosted_vllm/mini-fix"
     """litellm model name, e.g. hosted_vllm/<served-model-name>."""
     model_api_base: str | None = None
@@ -370,6 +376,7 @@ class Settings(BaseSettings):
     def secrets(self) -> list[str]:
         """Every secret value we know, for redaction in logs and trajectories."""
         values = [self.webhook_secret, self.private_key, self.model_api_key, self.operator_token]
+        values += [self.gitlab_token, self.gitlab_webhook_secret]
         found = [v.get_secret_value() for v in values if v is not None]
         password = _password(self.database_url)
         found += [password, self.database_url or "" if password else "", self._key_file_text()]

@@ -15,3 +15,17 @@ def test_a_groups_projects_share_one_negative_installation_id() -> None:
 def test_a_project_path_without_a_namespace_is_refused() -> None:
     with pytest.raises(ValueError):
         installation_of("/")
+
+
+def test_gitlab_secrets_are_redacted_like_githubs() -> None:
+    from pydantic import SecretStr
+
+    from bot.settings import Settings
+
+    s = Settings(
+        webhook_secret=SecretStr("gh-secret-123"),
+        gitlab_url="https://gitlab.example.org",
+        gitlab_token=SecretStr("glpat-abcdefghijklmnop"),
+        gitlab_webhook_secret=SecretStr("gl-hook-secret-1"),
+    )
+    assert {"glpat-abcdefghijklmnop", "gl-hook-secret-1"} <= set(s.secrets)
