@@ -16,6 +16,7 @@ import time
 from typing import Any
 
 from bot.jobs import REVIEW_STATES, Job, JobKind, PrEvent
+from bot.ledger.sql import PR_URL_MATCH, pr_url_patterns
 
 REVIEW_COLUMNS = {state: state for state in REVIEW_STATES}  # each verdict's counter column
 SCHEMA = (
@@ -33,17 +34,17 @@ REVIEWS_INDEX = "CREATE INDEX IF NOT EXISTS pr_reviews_unchecked ON pr_reviews (
 SCHEMAS = (SCHEMA, REVIEWS_SCHEMA, REVIEWS_INDEX)
 _INSERT = "INSERT INTO pr_outcomes (repo, pull, state, merged, updated_at) VALUES (?, ?, ?, ?, ?) "
 _SET_STATE = "ON CONFLICT (repo, pull) DO UPDATE SET state = excluded.state, merged = excluded.merged, "
-_PULL_URL = re.compile(r"/pull/(\d+)/?$")
+_PULL_URL = re.compile(r"/(?:pull|merge_requests)/(\d+)/?$")
 COLUMNS = "repo, pull, state, merged, human_pushes, approved, changes_requested, commented"
 
 
-# Only a PR the App opened for a job: the ledger holds a job of that repository whose PR url ends in its number.
-_OURS = "SELECT 1 FROM jobs WHERE repo = ? AND pr_url LIKE ? LIMIT 1"
+# Only a PR the App opened for a job: the ledger holds a job of that repository whose PR (or MR) url ends in its number.
+_OURS = f"SELECT 1 FROM jobs WHERE repo = ? AND {PR_URL_MATCH} LIMIT 1"
 
 
 def is_ours(conn: Any, param: str, repo: str, pull: int) -> bool:
     """Whether the ledger recorded PR `pull` of `repo` for one of its jobs."""
-    return conn.execute(_OURS.replace("?", param), (repo, f"%/pull/{pull}")).fetchone() is not None
+    return conn.execute(_OURS.replace("?", param), (repo, *pr_url_patterns(pull))).fetchone() is not None
 
 
 def record(conn: Any, param: str, event: PrEvent) -> bool:

@@ -83,6 +83,15 @@ def row_to_job(row: tuple[Any, ...]) -> Job:
     )  # fmt: skip
 
 
+# A PR's url ends `/pull/N` on GitHub and `/-/merge_requests/N` on GitLab (where `N` is the MR's iid).
+PR_URL_MATCH = "(pr_url LIKE ? OR pr_url LIKE ?)"
+
+
+def pr_url_patterns(pull: int) -> tuple[str, str]:
+    """The two LIKE patterns `PR_URL_MATCH` takes for PR (or merge request) number `pull`."""
+    return f"%/pull/{pull}", f"%/merge_requests/{pull}"
+
+
 def select_jobs(d: Dialect, conn: Any, where: str, params: tuple[Any, ...] = ()) -> list[Job]:
     """The jobs matching `where`."""
     return [row_to_job(r) for r in conn.execute(d.sql(f"SELECT {COLUMNS} FROM jobs WHERE {where}"), params)]
@@ -91,8 +100,8 @@ def select_jobs(d: Dialect, conn: Any, where: str, params: tuple[Any, ...] = ())
 def issue_of_pull(d: Dialect, conn: Any, repo: str, pull: int) -> int | None:
     """The issue whose job opened PR #pull, if the ledger knows it."""
     row = conn.execute(
-        d.sql("SELECT issue FROM jobs WHERE repo = ? AND pr_url LIKE ? ORDER BY created_at DESC LIMIT 1"),
-        (repo, f"%/pull/{pull}"),
+        d.sql(f"SELECT issue FROM jobs WHERE repo = ? AND {PR_URL_MATCH} ORDER BY created_at DESC LIMIT 1"),
+        (repo, *pr_url_patterns(pull)),
     ).fetchone()
     return None if row is None else int(row[0])
 

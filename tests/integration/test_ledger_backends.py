@@ -181,6 +181,18 @@ def test_retry_on_our_pull_request_maps_to_its_issue(ledger: Any) -> None:
     assert [j.id for j in ledger.cancel("octo/widgets", 12, "stop", on_pull_request=True)] == [retry.id]
 
 
+def test_a_note_on_our_gitlab_merge_request_maps_to_its_issue(ledger: Any) -> None:
+    job = ledger.submit(request(issue=5)).job
+    ledger.claim(job.id, "w", 60)
+    ledger.finish(job.id, "w", JobStatus.SUCCEEDED, pr_url="https://gitlab.example.org/octo/widgets/-/merge_requests/3")
+    retry = ledger.submit(request(issue=3, delivery="r", details=JobDetails(on_pull_request=True))).job
+    assert retry.issue == 5 and retry.details == JobDetails(on_pull_request=False, pull_request=3)
+    ledger.record_pr_event(PrEvent(77, "octo/widgets", 3, "closed", "bob", merged=True))
+    ledger.record_pr_event(PrEvent(77, "octo/widgets", 33, "closed", "bob", merged=True))  # not one of ours
+    outcomes = ledger.pr_outcomes()
+    assert outcomes[("octo/widgets", 3)]["merged"] and ("octo/widgets", 33) not in outcomes
+
+
 def test_installations_are_recorded(ledger: Any) -> None:
     ledger.record_installation(InstallationChange(77, "created", "octo", ("octo/a", "octo/b")))
     ledger.record_installation(InstallationChange(77, "added", "", ("octo/c",), ("octo/a",)))
