@@ -13,7 +13,7 @@ from bot.ledger.sql import Dialect
 STARTED = (
     "SELECT COUNT(*) FROM jobs WHERE kind IN ('ci', 'review') AND installation_id = ? AND id <> ? "
     "AND started_at IS NOT NULL AND started_at >= ? "
-    "AND NOT (status IN ('queued', 'cancelled') AND error IS NOT NULL AND error LIKE 'quota%')"
+    "AND NOT (status IN ('queued', 'cancelled') AND error IS NOT NULL AND SUBSTR(error, 1, 5) = 'quota')"
 )
 ON_ISSUE = " AND repo = ? AND issue = ?"
 
