@@ -175,8 +175,8 @@ def tokens_left() -> int | None:
 
 def within_quota(settings: Settings) -> Settings:
     """`settings` for the run this thread runs: its job's token budget (MINIFIX_MAX_TOKENS, the total over its
-    attempts) lowered to the quota's headroom, so a run that would cross the quota stops as at its budget's end
-    (partial work kept as a `[WIP]` draft where the repository keeps it)."""
+    attempts) lowered to the quota's headroom, so a run that would cross the quota stops exactly as at that budget's
+    end (bot/pipeline/capacity.py `JobBudget`), its message naming the quota (`quota_notes`)."""
     left = tokens_left()
     if left is None or left >= settings.max_tokens:
         return settings
