@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
 import structlog
+from prometheus_client import Gauge
 
 from bot.github.gateway import GitHubError, GitHubGateway
 from bot.jobs import Job, JobKind, JobOutcome, JobStatus
@@ -44,6 +45,11 @@ REFUSED = "quota_exceeded"
 WAITING = "quota_wait"
 WAIT_MARGIN_SECONDS = 1.0  # claimable just after the reset, never just before it
 log = structlog.get_logger(__name__)
+HEADROOM = Gauge(
+    "minifix_quota_headroom_ratio",
+    "Share of a quota an installation has left (1 = unused, 0 = used up), as the last run checked it.",
+    ["installation", "quota"],
+)
 
 
 @dataclass(frozen=True)
@@ -227,6 +233,7 @@ def guarded(
             with quota_notes.running(quota_notes.RunQuota(remaining=_help_lines(found))):
                 return runner(job, cancel)
         found = check(settings, used, job, clock(), followups=followups, asked=wanted(job))
+        _observe(job, found)
         for warning in found.warnings:
             log.warning("quota_config_ignored", detail=warning)
         if (quota := found.past) is None:
@@ -251,6 +258,13 @@ def guarded(
         return JobOutcome(JobStatus.CANCELLED, error=f"{REFUSED}: {quota.sentence()}")
 
     return run
+
+
+def _observe(job: Job, found: Check) -> None:
+    """The quotas the check looked at, as headroom gauges (the Grafana quota-headroom panel)."""
+    for quota in (*found.status, *([found.past] if found.past else [])):
+        room = max(0.0, quota.limit - quota.used) / quota.limit if quota.limit else 1.0
+        HEADROOM.labels(installation=str(job.installation_id), quota=quota.name).set(room)
 
 
 def config_quotas(github: Callable[[int, str], GitHubGateway]) -> Asked:
