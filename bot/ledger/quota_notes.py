@@ -19,7 +19,8 @@ class RunQuota:
     remaining: tuple[str, ...] = ()
 
 
-_RUN: ContextVar[RunQuota] = ContextVar("run_quota", default=RunQuota())
+NONE = RunQuota()
+_RUN: ContextVar[RunQuota | None] = ContextVar("run_quota", default=None)
 
 
 @contextmanager
@@ -35,10 +36,10 @@ def running(quota: RunQuota) -> Iterator[None]:
 def token_budget_reason(tokens: int) -> str:
     """Why a job's token budget of `tokens` ends its run, when a quota set that budget; '' otherwise (read it on
     the run's thread: the attempts' threads do not see it)."""
-    quota = _RUN.get()
+    quota = _RUN.get() or NONE
     return quota.token_reason if quota.token_budget and quota.token_budget == tokens else ""
 
 
 def remaining() -> tuple[str, ...]:
     """The repository's remaining quota, one line per quota set ('' when none), for `/agent help`."""
-    return _RUN.get().remaining
+    return (_RUN.get() or NONE).remaining

@@ -101,7 +101,8 @@ def test_follow_up_quotas_count_follow_ups_only_and_a_per_pr_one_never_waits() -
     assert found.past is None and asked == [None]  # a first run is no follow-up: not counted, not asked
     daily = Settings(quota_followups_per_day=1, _env_file=None)
     quota = quotas.check(daily, lambda i, s: (0, 0.0, 0.0), job(JobKind.REVIEW), NOW, followups=followups).past
-    assert quota is not None and quota.name == "follow-ups per day" and asked[-1] == NOW.replace(hour=0, minute=0).timestamp()
+    assert quota is not None and quota.name == "follow-ups per day"
+    assert asked[-1] == NOW.replace(hour=0, minute=0).timestamp()
 
 
 def submit(ledger: SqliteLedger, inst: int, repo: str, issue: int, kind: JobKind = JobKind.FIX) -> Job:

@@ -68,8 +68,8 @@ class StatusComment:
         return max(ours, default=None)
 
     def _render(self, **values: Any) -> str:
-        usage = usage_line(self.job_id)  # the job's own tokens, model seconds and sandbox CPU so far
-        return render("status_comment.md", run=self.run, attempts=self.attempts, job_marker=self._marker(), usage=usage, **values)
+        values["usage"] = usage_line(self.job_id)  # the job's own tokens, model seconds and sandbox CPU so far
+        return render("status_comment.md", run=self.run, attempts=self.attempts, job_marker=self._marker(), **values)
 
     def _marker(self) -> str:
         return job_marker(self.job_id) if self.job_id else ""
