@@ -240,9 +240,21 @@ class Settings(BaseSettings):
     """Cost (by the MINIFIX_PRICE_* settings, else litellm's) one organisation's runs may use per UTC day (0 = none)."""
     quota_cost_per_month: float = Field(default=0.0, ge=0)
     """Cost one organisation's runs may use per UTC calendar month (0 = none)."""
+    quota_model_seconds_per_day: float = Field(default=0.0, ge=0)
+    """Seconds of waiting on the model one organisation's runs may use per UTC day (0 = none)."""
+    quota_model_seconds_per_month: float = Field(default=0.0, ge=0)
+    """Seconds of waiting on the model one organisation's runs may use per UTC calendar month (0 = none)."""
+    quota_followups_per_pr: int = Field(default=0, ge=0)
+    """CI and review follow-ups the App may start on one issue's PR, ever (0 = none)."""
+    quota_followups_per_day: int = Field(default=0, ge=0)
+    """CI and review follow-ups one organisation's runs may start per UTC day (0 = none)."""
+    quota_when_reached: Literal["refuse", "wait"] = "refuse"
+    """A run that would start past a quota: `refuse` it (a comment says which quota and when it resets), or let
+    it `wait` queued until the window resets (one comment says when it will start; a per-PR quota never resets)."""
     quota_overrides: dict[str, dict[str, float]] = {}
     """A JSON object of per-owner quotas over the defaults, e.g. `{"acme": {"tokens_per_month": 50000000}}`
-    (keys `tokens_per_day`, `tokens_per_month`, `cost_per_day`, `cost_per_month`; 0 = none for that owner)."""
+    (keys `tokens_per_day`, `tokens_per_month`, `cost_per_day`, `cost_per_month`, `model_seconds_per_day`,
+    `model_seconds_per_month`, `followups_per_pr`, `followups_per_day`; 0 = none for that owner)."""
     max_queued_per_installation: int = 0
     """Queued jobs one installation may have; the next trigger gets a queue-full comment (0 = no cap)."""
     create_labels: bool = True

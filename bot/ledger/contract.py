@@ -141,6 +141,12 @@ class Ledger(Protocol):
         """Usage summed by `by` (repo, installation, day) from the UTC day `since` on."""
         ...
 
+    def followups_started(
+        self, installation_id: int, job_id: str, since: float, issue: tuple[str, int] | None = None
+    ) -> int:
+        """CI and review follow-ups started from `since` (epoch s), other than `job_id` (with `issue`: its own)."""
+        ...
+
     def job_usage(self, job_id: str) -> builtins.list[Usage]:
         """A job's usage rows, one per claim."""
         ...

@@ -11,7 +11,7 @@ from concurrent.futures import Future
 from typing import Any, Generic, Protocol, TypeVar
 
 from bot.jobs import InstallationChange, Job, JobRequest, JobStatus, PrEvent
-from bot.ledger import pr_outcomes, sql, usage
+from bot.ledger import followups, pr_outcomes, sql, usage
 from bot.ledger.contract import SubmitResult
 from bot.ledger.writer import BatchWriter, Connection
 
@@ -189,6 +189,12 @@ class SqlLedger(Generic[C]):
     ) -> builtins.list[dict[str, Any]]:
         """Usage summed by `by` (repo, installation, day) from the UTC day `since` on."""
         return self._on_conn(lambda c: usage.totals(self.dialect, c, by, since=since, installation_id=installation_id))
+
+    def followups_started(
+        self, installation_id: int, job_id: str, since: float, issue: tuple[str, int] | None = None
+    ) -> int:
+        """CI and review follow-ups started from `since` (epoch s), other than `job_id` (with `issue`: its own)."""
+        return self._on_conn(lambda c: followups.started(self.dialect, c, installation_id, job_id, since, issue))
 
     def job_usage(self, job_id: str) -> builtins.list[usage.Usage]:
         """A job's usage rows, one per claim."""

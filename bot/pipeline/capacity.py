@@ -14,6 +14,7 @@ from contextlib import contextmanager
 from typing import Protocol
 
 from bot.jobs import CancelSignal, cancel_reason
+from bot.ledger import quota_notes
 
 POLL_SECONDS = 0.5
 
@@ -106,6 +107,7 @@ class JobBudget:
         self.tokens, self.seconds, self.cancel, self.clock = tokens, seconds, cancel, clock
         self.stop = CancelSignal()
         self.spent = ""
+        self._tokens_why = quota_notes.token_budget_reason(tokens)  # a quota set it: on this (the job's) thread
         self._used: dict[int, int] = {}
         self._lock = threading.Lock()
 
@@ -120,7 +122,10 @@ class JobBudget:
             self._used[attempt] = tokens
             total = sum(self._used.values())
         if 0 < self.tokens <= total:
-            self._spend(f"the job's token budget over all attempts ({self.tokens:,}, MINIFIX_MAX_TOKENS) was spent")
+            self._spend(
+                self._tokens_why
+                or f"the job's token budget over all attempts ({self.tokens:,}, MINIFIX_MAX_TOKENS) was spent"
+            )
 
     def _spend(self, why: str) -> None:
         with self._lock:

@@ -27,6 +27,22 @@ class Limits(BaseModel):
     """Size of the sandbox's working directory such as `2g` (MINIFIX_SANDBOX_DISK)."""
 
 
+class Quotas(BaseModel):
+    """An organisation's own quotas (bot/repo_config/quotas.py): each may only lower the operator's; None = the
+    operator's."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    tokens_per_day: int | None = Field(default=None, ge=0)
+    tokens_per_month: int | None = Field(default=None, ge=0)
+    cost_per_day: float | None = Field(default=None, ge=0)
+    cost_per_month: float | None = Field(default=None, ge=0)
+    model_seconds_per_day: float | None = Field(default=None, ge=0)
+    model_seconds_per_month: float | None = Field(default=None, ge=0)
+    followups_per_pr: int | None = Field(default=None, ge=0)
+    followups_per_day: int | None = Field(default=None, ge=0)
+
+
 class RepoConfig(BaseModel):
     """The repository's settings for mini-fix, after `_extends` and the organisation's defaults are merged."""
 
@@ -76,6 +92,9 @@ class RepoConfig(BaseModel):
     (`/agent retry` resets the count); None = 2; 0 = none; clamped to MINIFIX_MAX_CI_FOLLOWUPS."""
     training: bool = True
     """Whether this repository's runs may be exported as training data (`mini-fix export`)."""
+    quotas: Quotas = Quotas()
+    """The organisation's use per day, month or PR (`tokens_per_month: 2000000`, ...): lower than the operator's
+    MINIFIX_QUOTA_* only; a higher value is ignored with a warning."""
     keep_partial_work: bool = True
     """When a run ends on a step, token or time limit with a change that passes the checks, open (or update) a
     draft PR titled `[WIP] ...` with it, so that `/agent retry` continues from it."""

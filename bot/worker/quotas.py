@@ -1,71 +1,108 @@
-"""Token and cost quotas per organisation: a run that would start past one is refused, and the issue says which
-quota, how much was used and when it resets.
+"""Quotas per organisation: a run that would start past one is refused, or waits for its window
+(MINIFIX_QUOTA_WHEN_REACHED), and the issue says which quota, how much was used and when it resets.
 
-The operator sets defaults (MINIFIX_QUOTA_TOKENS_PER_DAY/_MONTH, MINIFIX_QUOTA_COST_PER_DAY/_MONTH) and per-owner
-overrides (MINIFIX_QUOTA_OVERRIDES); use is what the ledger's usage rows hold for the installation since the window
-began (UTC day, UTC calendar month), follow-ups and retries included. The check runs when a run is claimed, before
-anything of it starts; a token quota's headroom then lowers the run's token budget, so a run that would cross it
-stops as at its budget's end. A cost quota is only checked at the start.
+The operator sets defaults (MINIFIX_QUOTA_{TOKENS,COST,MODEL_SECONDS}_PER_{DAY,MONTH}, MINIFIX_QUOTA_FOLLOWUPS_PER_PR
+and _PER_DAY) and per-owner overrides (MINIFIX_QUOTA_OVERRIDES); the repository's and its organisation's
+`.github/mini-fix.yml` may only lower them (bot/repo_config/quotas.py). Use is what the ledger's usage rows hold for
+the installation since the window began (UTC day, UTC calendar month), follow-ups and retries included; follow-ups
+are counted from the ledger's jobs (bot/ledger/followups.py). The check runs when a run is claimed, before anything
+of it starts; a token quota's headroom then lowers the run's token budget, so a run that would cross it stops as at
+its budget's end, its stop message naming the quota (partial work kept as a `[WIP]` draft where configured). Cost
+and model-second quotas are checked at the start only.
+
+A waiting run goes back to the queue claimable at the reset (`JobOutcome.retry_in`: the ledger's `defer`, so the
+fair pick skips it until then, no polling); its issue gets one comment per quota it waits on.
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from contextvars import ContextVar
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
 import structlog
+from prometheus_client import Gauge
 
 from bot.github.gateway import GitHubError, GitHubGateway
-from bot.jobs import Job, JobOutcome, JobStatus
+from bot.jobs import Job, JobKind, JobOutcome, JobStatus
+from bot.ledger import quota_notes
+from bot.repo_config import quotas as repo_quotas
 from bot.settings import Settings
 
 Runner = Callable[[Job, threading.Event], JobOutcome]
-Used = Callable[[int, str], tuple[int, float]]  # (installation id, first UTC day) -> (tokens, cost) used since
-MEASURES = ("tokens", "cost")
+Used = Callable[[int, str], tuple[float, ...]]  # (installation, first UTC day) -> (tokens, cost, model seconds) since
+Followups = Callable[[Job, "float | None"], int]  # (job, since epoch; None: its PR's, ever) -> follow-ups started
+Asked = Callable[[Job], Mapping[str, float]]  # the repository's and organisation's own (lower) quotas
+MEASURES = ("tokens", "cost", "model_seconds")
 WINDOWS = ("day", "month")
+FOLLOWUP_KEYS = ("followups_per_pr", "followups_per_day")
+KEYS = (*(f"{m}_per_{w}" for m in MEASURES for w in WINDOWS), *FOLLOWUP_KEYS)
+FOLLOWUP_KINDS = (JobKind.CI, JobKind.REVIEW)
 _TOKENS_LEFT: ContextVar[int | None] = ContextVar("quota_tokens_left", default=None)
 REFUSED = "quota_exceeded"
+WAITING = "quota_wait"
+WAIT_MARGIN_SECONDS = 1.0  # claimable just after the reset, never just before it
 log = structlog.get_logger(__name__)
+HEADROOM = Gauge(
+    "minifix_quota_headroom_ratio",
+    "Share of a quota an installation has left (1 = unused, 0 = used up), as the last run checked it.",
+    ["installation", "quota"],
+)
 
 
 @dataclass(frozen=True)
 class Quota:
-    """One quota an installation has reached."""
+    """One quota an installation has reached (or, for the help reply, has set)."""
 
-    name: str  # "tokens per day", "cost per month", ...
+    name: str  # "tokens per day", "cost per month", "model-seconds per day", "follow-ups per PR", ...
     limit: float
     used: float
-    resets_at: datetime
+    resets_at: datetime | None  # None: never (a PR's follow-ups)
+
+    def amount(self, value: float) -> str:
+        return f"{value:,.2f}" if self.name.startswith("cost") else f"{value:,.0f}"
+
+    def reset_words(self) -> str:
+        return "it never resets" if self.resets_at is None else f"it resets at {self.resets_at:%Y-%m-%d %H:%M} UTC"
 
     def sentence(self) -> str:
         """The quota, its use and its reset, in words."""
-        limit, used = (
-            (f"{self.limit:,.0f}", f"{self.used:,.0f}")
-            if self.name.startswith("tokens")
-            else (f"{self.limit:,.2f}", f"{self.used:,.2f}")
-        )
         return (
-            f"this organisation's quota of {limit} {self.name} is used up ({used} used); "
-            f"it resets at {self.resets_at:%Y-%m-%d %H:%M} UTC"
+            f"this organisation's quota of {self.amount(self.limit)} {self.name} is used up "
+            f"({self.amount(self.used)} used); {self.reset_words()}"
         )
 
+    def left(self) -> str:
+        """What is left of it, in words (the `/agent help` reply)."""
+        room = max(0.0, self.limit - self.used)
+        return f"{self.name}: {self.amount(room)} of {self.amount(self.limit)} left ({self.reset_words()})"
 
-def limits(settings: Settings, owner: str) -> dict[str, float]:
-    """The owner's quotas by `<measure>_per_<window>`: the operator's defaults, replaced by its override where one is
-    set (0 = none)."""
-    found: dict[str, float] = {
-        f"{measure}_per_{window}": float(getattr(settings, f"quota_{measure}_per_{window}"))
-        for measure in MEASURES
-        for window in WINDOWS
-    }
+
+def _label(key: str) -> str:
+    measure, _, window = key.rpartition("_per_")
+    measure = {"model_seconds": "model-seconds", "followups": "follow-ups"}.get(measure, measure)
+    return f"{measure} per {'PR' if window == 'pr' else window}"
+
+
+def operator_limits(settings: Settings, owner: str) -> dict[str, float]:
+    """The owner's quotas by `<measure>_per_<window>` as the operator set them: the defaults, replaced by its
+    override where one is set (0 = none)."""
+    found: dict[str, float] = {key: float(getattr(settings, f"quota_{key}")) for key in KEYS}
     override = {k.lower(): v for k, v in settings.quota_overrides.items()}.get(owner.lower(), {})
     for key in found:
         if (value := override.get(key)) is not None:
             found[key] = float(value)
     return found
+
+
+def limits(
+    settings: Settings, owner: str, asked: Mapping[str, float] | None = None
+) -> tuple[dict[str, float], list[str]]:
+    """The owner's quotas: the operator's, lowered by the organisation's own config (`asked`), and a warning for
+    each value there that would raise one (ignored)."""
+    return repo_quotas.lowered(operator_limits(settings, owner), asked or {})
 
 
 def windows(now: datetime) -> dict[str, tuple[datetime, datetime]]:
@@ -82,25 +119,54 @@ class Check:
 
     past: Quota | None = None
     tokens_left: int | None = None  # the tightest token quota's headroom; None = no token quota
+    token_quota: Quota | None = None  # that quota, as it stood at the start
+    status: tuple[Quota, ...] = ()  # every quota that applies, as it stands
+    warnings: tuple[str, ...] = field(default=(), compare=False)
 
 
-def check(settings: Settings, used: Used, job: Job, now: datetime | None = None) -> Check:
+def _spent(used: Used, job: Job, start: datetime) -> dict[str, float]:
+    values = tuple(used(job.installation_id, start.strftime("%Y-%m-%d")))
+    return dict(zip(MEASURES, (*values, 0.0, 0.0, 0.0)[: len(MEASURES)], strict=True))
+
+
+def check(
+    settings: Settings,
+    used: Used,
+    job: Job,
+    now: datetime | None = None,
+    *,
+    followups: Followups | None = None,
+    asked: Mapping[str, float] | None = None,
+    every: bool = False,
+) -> Check:
     """The first quota the job's installation has used up, if any, else its token headroom (the ledger is read only
-    for windows that have a quota)."""
-    quotas = limits(settings, job.repo.split("/", 1)[0])
-    left: int | None = None
-    for window, (start, reset) in windows(now or datetime.now(UTC)).items():
+    for windows that have a quota); with `every`, all of them are looked at (the help reply)."""
+    quotas, warnings = limits(settings, job.repo.split("/", 1)[0], asked)
+    now = now or datetime.now(UTC)
+    seen: list[Quota] = []
+    left: Quota | None = None
+    for window, (start, reset) in windows(now).items():
         set_here = {m: quotas[f"{m}_per_{window}"] for m in MEASURES if quotas[f"{m}_per_{window}"] > 0}
         if not set_here:
             continue
-        spent = dict(zip(MEASURES, used(job.installation_id, start.strftime("%Y-%m-%d")), strict=True))
+        spent = _spent(used, job, start)
         for measure, limit in set_here.items():
-            if spent[measure] >= limit:
-                return Check(Quota(f"{measure} per {window}", limit, spent[measure], reset))
-        if "tokens" in set_here:
-            room = int(set_here["tokens"] - spent["tokens"])
-            left = room if left is None else min(left, room)
-    return Check(tokens_left=left)
+            quota = Quota(_label(f"{measure}_per_{window}"), limit, spent[measure], reset)
+            seen.append(quota)
+            if quota.used >= limit and not every:
+                return Check(quota, warnings=tuple(warnings))
+            if measure == "tokens" and (left is None or limit - quota.used < left.limit - left.used):
+                left = quota
+    if followups is not None and (every or job.kind in FOLLOWUP_KINDS):
+        day, reset = windows(now)["day"]
+        for key, since, resets in (("followups_per_pr", None, None), ("followups_per_day", day.timestamp(), reset)):
+            if quotas[key] > 0:
+                quota = Quota(_label(key), quotas[key], followups(job, since), resets)
+                seen.append(quota)
+                if quota.used >= quota.limit and not every:
+                    return Check(quota, warnings=tuple(warnings))
+    room = None if left is None else max(0, int(left.limit - left.used))
+    return Check(tokens_left=room, token_quota=left, status=tuple(seen), warnings=tuple(warnings))
 
 
 def reached(settings: Settings, used: Used, job: Job, now: datetime | None = None) -> Quota | None:
@@ -115,37 +181,128 @@ def tokens_left() -> int | None:
 
 def within_quota(settings: Settings) -> Settings:
     """`settings` for the run this thread runs: its job's token budget (MINIFIX_MAX_TOKENS, the total over its
-    attempts) lowered to the quota's headroom, so a run that would cross the quota stops as at its budget's end
-    (partial work kept as a `[WIP]` draft where the repository keeps it)."""
+    attempts) lowered to the quota's headroom, so a run that would cross the quota stops exactly as at that budget's
+    end (bot/pipeline/capacity.py `JobBudget`), its message naming the quota (`quota_notes`)."""
     left = tokens_left()
     if left is None or left >= settings.max_tokens:
         return settings
     return settings.model_copy(update={"max_tokens": max(1, left)})
 
 
-def guarded(runner: Runner, settings: Settings, used: Used, github: Callable[[int, str], GitHubGateway]) -> Runner:
-    """`runner`, except that a run whose installation used up a quota is refused with a comment on its issue, and
-    one that may start runs with its token headroom known (`within_quota`)."""
+def _budget_reason(quota: Quota, budget: int) -> str:
+    return (
+        f"this organisation's quota of {quota.amount(quota.limit)} {quota.name} was reached during the run "
+        f"(its last {budget:,} tokens were this run's budget); {quota.reset_words()}"
+    )
+
+
+def _help_lines(found: Check) -> tuple[str, ...]:
+    return (*(q.left() for q in found.status), *found.warnings)
+
+
+def guarded(
+    runner: Runner,
+    settings: Settings,
+    used: Used,
+    github: Callable[[int, str], GitHubGateway],
+    *,
+    followups: Followups | None = None,
+    asked: Asked | None = None,
+    clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+) -> Runner:
+    """`runner`, except that a run whose installation used up a quota is refused (or sent back to wait for the
+    reset) with a comment on its issue, and one that may start runs with its token headroom known
+    (`within_quota`); `/agent help` runs with the repository's remaining quota to show."""
+
+    def wanted(job: Job) -> Mapping[str, float]:
+        if asked is None:
+            return {}
+        try:
+            return asked(job)
+        except Exception:  # an unreadable config is the admission gate's to report; the operator's quotas hold
+            log.warning("quota_config_unread", exc_info=True)
+            return {}
 
     def run(job: Job, cancel: threading.Event) -> JobOutcome:
+        if not any(operator_limits(settings, job.repo.split("/", 1)[0]).values()):
+            return runner(job, cancel)  # no quota for this owner: nothing is read, nothing to lower
         if job.kind.is_control:
-            return runner(job, cancel)
-        found = check(settings, used, job)
+            if job.kind != JobKind.HELP:
+                return runner(job, cancel)
+            found = check(settings, used, job, clock(), followups=followups, asked=wanted(job), every=True)
+            with quota_notes.running(quota_notes.RunQuota(remaining=_help_lines(found))):
+                return runner(job, cancel)
+        found = check(settings, used, job, clock(), followups=followups, asked=wanted(job))
+        _observe(job, found)
+        for warning in found.warnings:
+            log.warning("quota_config_ignored", detail=warning)
         if (quota := found.past) is None:
+            note = quota_notes.RunQuota()
+            if found.token_quota is not None and found.tokens_left is not None:
+                budget = max(1, found.tokens_left)
+                note = quota_notes.RunQuota(budget, _budget_reason(found.token_quota, budget))
             token = _TOKENS_LEFT.set(found.tokens_left)
             try:
-                return runner(job, cancel)
+                with quota_notes.running(note):
+                    return runner(job, cancel)
             finally:
                 _TOKENS_LEFT.reset(token)
+        if settings.quota_when_reached == "wait" and quota.resets_at is not None:
+            return _wait(job, quota, github, clock())
         log.info("job_refused_quota", quota=quota.name, limit=quota.limit, used=quota.used)
         body = (
             f"mini-fix did not start on this: {quota.sentence()}. Nothing was run. Ask again with "
             f"`/agent retry` or the label after the reset, or ask the App's operator to raise the quota."
         )
-        try:
-            github(job.installation_id, job.repo).create_comment(job.issue, body)
-        except GitHubError as exc:
-            log.warning("quota_comment_failed", error=str(exc))
+        _comment(github, job, body)
         return JobOutcome(JobStatus.CANCELLED, error=f"{REFUSED}: {quota.sentence()}")
 
     return run
+
+
+def _observe(job: Job, found: Check) -> None:
+    """The quotas the check looked at, as headroom gauges (the Grafana quota-headroom panel)."""
+    for quota in (*found.status, *([found.past] if found.past else [])):
+        room = max(0.0, quota.limit - quota.used) / quota.limit if quota.limit else 1.0
+        HEADROOM.labels(installation=str(job.installation_id), quota=quota.name).set(room)
+
+
+def config_quotas(github: Callable[[int, str], GitHubGateway]) -> Asked:
+    """The job's repository's and organisation's own quotas (the lower of the two files' values), read as the
+    admission gate reads the config; a file that cannot be used gives none (the gate reports it)."""
+    from bot.pipeline.admit.gate import reader
+    from bot.repo_config.load import ORG_REPO, ConfigError, load_repo_config
+
+    def read(job: Job) -> Mapping[str, float]:
+        gh = github(job.installation_id, job.repo)
+        found = []
+        for repo in dict.fromkeys((job.repo, f"{job.repo.split('/', 1)[0]}/{ORG_REPO}")):
+            try:
+                found.append(load_repo_config(repo, reader(github, job.installation_id, gh, job.repo)).config.quotas)
+            except ConfigError as exc:
+                log.info("quota_config_invalid", source=exc.source)
+        return repo_quotas.asked(found)
+
+    return read
+
+
+def _wait(job: Job, quota: Quota, github: Callable[[int, str], GitHubGateway], now: datetime) -> JobOutcome:
+    """Back to the queue until the quota's reset; one comment per quota the job waits on."""
+    assert quota.resets_at is not None
+    error = f"{WAITING}: {quota.name}: {quota.sentence()}"
+    if not (job.error or "").startswith(f"{WAITING}: {quota.name}:"):
+        body = (
+            f"mini-fix will start on this at {quota.resets_at:%Y-%m-%d %H:%M} UTC: {quota.sentence()}. "
+            "The run stays queued until then; nothing else is needed (`/agent stop` drops it)."
+        )
+        _comment(github, job, body)
+    log.info("job_waits_for_quota", quota=quota.name, limit=quota.limit, used=quota.used, until=str(quota.resets_at))
+    seconds = max(0.0, (quota.resets_at - now).total_seconds()) + WAIT_MARGIN_SECONDS
+    return JobOutcome(JobStatus.QUEUED, error=error, retry_in=seconds)
+
+
+def _comment(github: Callable[[int, str], GitHubGateway], job: Job, body: str) -> None:
+    try:
+        github(job.installation_id, job.repo).create_comment(job.issue, body)
+    except GitHubError as exc:
+        log.warning("quota_comment_failed", error=str(exc))

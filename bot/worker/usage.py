@@ -25,6 +25,7 @@ from bot import metrics
 from bot.agent.config import ModelConfig
 from bot.agent.model_base import Model, ModelReply
 from bot.jobs import Job
+from bot.ledger import run_usage
 from bot.ledger.usage import Usage, day_of
 from bot.settings import Settings
 from sandbox.base import DelegatingSandbox, Sandbox, SandboxConfig
@@ -69,6 +70,7 @@ class JobMeter:
         self.use = Usage(
             job.id, uuid.uuid4().hex[:16], job.attempts, job.installation_id, job.repo, day_of(time.time())
         )
+        run_usage.register(job.id, lambda: self.use)  # the status comment's "used so far" line
 
     def add_call(self, reply: ModelReply, seconds: float) -> None:
         """One model call's tokens and seconds."""
@@ -95,6 +97,7 @@ class JobMeter:
         """The run ended: the final row, with its wall time, written and waited for."""
         with self._lock:
             use = self.use = replace(self.use, version=self.use.version + 1, final=True, wall_seconds=wall_seconds)
+        run_usage.forget(use.job_id)
         metrics.count_usage(self._inst, wall_seconds=wall_seconds)
         try:
             self._write(use).result(FINAL_WAIT_SECONDS)

@@ -58,7 +58,14 @@ def wire_worker(settings: Settings) -> Worker:
         asks=AskLedger(ledger.waiting_asks, ledger.settle_ask),
         run_started=lambda job: _mark_ran(ledger, job),
     )
-    runner = quotas.guarded(runner, settings, partial(used_tokens, ledger), github)
+    runner = quotas.guarded(
+        runner,
+        settings,
+        partial(used_tokens, ledger),
+        github,
+        followups=partial(followups_started, ledger),
+        asked=quotas.config_quotas(github),
+    )
     worker = build_worker(settings, runner, on_gave_up=gave_up_notifier(github), ledger=ledger)
     worker.after_stop.append(partial(app.drain, WRITES_DRAIN_SECONDS))  # queued reactions and comments go out
     worker.control.admit = RetryAdmission(ledger, github, worker.queue.enqueue).once
@@ -173,7 +180,19 @@ def job_running(ledger: Ledger, job_id: str) -> bool:
     return job is not None and job.status == JobStatus.RUNNING
 
 
-def used_tokens(ledger: Ledger, installation_id: int, since: str) -> tuple[int, float]:
-    """Model tokens and cost the installation's runs used from the UTC day `since` on (the ledger's usage rows)."""
+def used_tokens(ledger: Ledger, installation_id: int, since: str) -> tuple[int, float, float]:
+    """Model tokens, cost and model seconds the installation's runs used from the UTC day `since` on (the ledger's
+    usage rows)."""
     rows = ledger.usage_totals([], since=since, installation_id=installation_id)
-    return sum(int(r["prompt_tokens"]) + int(r["completion_tokens"]) for r in rows), sum(float(r["cost"]) for r in rows)
+    return (
+        sum(int(r["prompt_tokens"]) + int(r["completion_tokens"]) for r in rows),
+        sum(float(r["cost"]) for r in rows),
+        sum(float(r["model_seconds"]) for r in rows),
+    )
+
+
+def followups_started(ledger: Ledger, job: Job, since: float | None) -> int:
+    """CI and review follow-ups of the job's installation started since `since` (None: on the job's issue, ever)."""
+    if since is None:
+        return ledger.followups_started(job.installation_id, job.id, 0.0, (job.repo, job.issue))
+    return ledger.followups_started(job.installation_id, job.id, since)

@@ -117,6 +117,44 @@ def test_a_monthly_token_quota_stops_one_organisation_and_lets_the_other_run(
     [comment] = [c["body"] for c in github.comments_on(A, refused[0][1]) if "quota" in c["body"]]
     assert "1 tokens per month" in comment and "used" in comment and "resets at" in comment
     [started] = [key for key in ended if key[0] == A and key not in refused]
-    # A's first run started with the quota's headroom (1 token) as its budget: it stopped as at a budget's end
-    assert ended[started]["status"] == "failed" and ended[started]["outcome"].startswith("limits: the job's token")
+    # A's first run started with the quota's headroom (1 token) as its budget: it stopped as at a budget's end,
+    # and says which quota stopped it
+    assert ended[started]["status"] == "failed"
+    assert ended[started]["outcome"].startswith("limits: this organisation's quota of 1 tokens per month was reached")
     assert [pr["repo"] for pr in github.pulls] == [B]
+
+
+def test_with_wait_a_run_past_the_quota_stays_queued_with_one_comment_and_the_other_organisation_runs(
+    github: FakeGitHub, tmp_path: Path
+) -> None:
+    a_issues = [github.add_issue(A, f"add() subtracts #{n}", author="alice") for n in range(2)]
+    b_issue = github.add_issue(B, "add() subtracts", author="alice")
+    data = tmp_path / "data"
+    with ScriptedModelServer(FIX, by_turn=True) as model:
+        quota = json.dumps({"orga": {"tokens_per_month": 1}})  # A's first run crosses it
+        env = app_env(github, model, data, MINIFIX_QUOTA_OVERRIDES=quota, MINIFIX_QUOTA_WHEN_REACHED="wait")
+        app = AppProcess(env, tmp_path / "app.log").start()
+        try:
+            for issue in a_issues:
+                assert (
+                    deliver(f"{app.url}/webhook", "issues", labeled(A, issue, sender="alice"), SECRET).status_code
+                    == 202
+                )
+            payload = labeled(B, b_issue, sender="alice", installation=2)
+            assert deliver(f"{app.url}/webhook", "issues", payload, SECRET).status_code == 202
+
+            def settled() -> list[dict[str, Any]] | None:
+                rows = jobs(data, env)
+                ended = [j for j in rows if j["status"] not in ("queued", "running")]
+                waiting = [j for j in rows if j["status"] == "queued" and (j["outcome"] or "").startswith("quota_wait")]
+                return rows if len(ended) == 2 and len(waiting) == 1 else None
+
+            rows = wait_for(settled, 300, "two jobs ended and one waits", app.log)
+        finally:
+            app.stop()
+    by_key = {(j["repo"], j["issue"]): j for j in rows}
+    assert by_key[(B, b_issue)]["status"] == "succeeded"
+    [waiting] = [key for key, j in by_key.items() if j["status"] == "queued"]
+    assert waiting[0] == A
+    [comment] = [c["body"] for c in github.comments_on(A, waiting[1]) if "quota" in c["body"]]
+    assert "will start on this at" in comment and "1 tokens per month" in comment and "used" in comment

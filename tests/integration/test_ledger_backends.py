@@ -509,6 +509,24 @@ def test_usage_sums_by_repository_installation_and_day(ledger: Any) -> None:
     assert [r["calls"] for r in ledger.usage_totals([], since="2026-12-05")] == [5]
 
 
+def test_follow_ups_started_count_claimed_ones_only_not_those_a_quota_turned_away(ledger: Any) -> None:
+    def ran(kind: JobKind, repo: str, issue: int, delivery: str, error: str | None = None) -> str:
+        job = ledger.submit(JobRequest(kind, 77, repo, issue, "alice", delivery)).job
+        assert ledger.claim(job.id, "w", 60) is not None
+        ledger.finish(job.id, "w", JobStatus.CANCELLED if error else JobStatus.SUCCEEDED, error=error)
+        return str(job.id)
+
+    ran(JobKind.FIX, "octo/widgets", 1, "f")
+    ran(JobKind.CI, "octo/widgets", 1, "c1")
+    ran(JobKind.REVIEW, "octo/other", 2, "r1")
+    ran(JobKind.CI, "octo/widgets", 1, "c2", error="quota_exceeded: follow-ups per PR")
+    asking = ran(JobKind.CI, "octo/widgets", 1, "c3")
+    assert ledger.followups_started(77, asking, 0.0, ("octo/widgets", 1)) == 1
+    assert ledger.followups_started(77, asking, 0.0) == 2
+    assert ledger.followups_started(77, "none", 0.0) == 3
+    assert ledger.followups_started(88, "none", 0.0) == ledger.followups_started(77, "none", time.time() + 60) == 0
+
+
 def test_a_process_starting_takes_no_table_lock_from_workers_mid_transaction(ledger: Any, settings: Settings) -> None:
     if not settings.uses_postgres:
         pytest.skip("SQLite's schema statements run under its own write lock")

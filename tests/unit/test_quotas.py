@@ -30,7 +30,7 @@ def test_overrides_replace_the_operators_defaults_per_owner() -> None:
         quota_overrides={"ACME": {"tokens_per_month": 50, "tokens_per_day": 0}},
         _env_file=None,
     )
-    acme, octo = quotas.limits(settings, "acme"), quotas.limits(settings, "octo")
+    acme, octo = quotas.operator_limits(settings, "acme"), quotas.operator_limits(settings, "octo")
     assert (acme["tokens_per_day"], acme["tokens_per_month"]) == (0, 50)
     assert (octo["tokens_per_day"], octo["tokens_per_month"], octo["cost_per_month"]) == (100, 1000, 0)
 
@@ -121,6 +121,10 @@ def test_a_run_under_a_token_quota_gets_the_headroom_as_its_token_budget() -> No
 def test_the_tightest_token_quota_sets_the_headroom() -> None:
     settings = Settings(quota_tokens_per_day=5000, quota_tokens_per_month=20_000, _env_file=None)
     used = {"2026-12-05": (1200, 0.0), "2026-12-01": (17_500, 0.0)}
-    assert quotas.check(settings, lambda inst, since: used[since], job(), NOW) == quotas.Check(tokens_left=2500)
+    found = quotas.check(settings, lambda inst, since: used[since], job(), NOW)
+    assert (found.past, found.tokens_left) == (None, 2500)
+    assert found.token_quota is not None and found.token_quota.name == "tokens per month"
     used["2026-12-01"] = (2000, 0.0)
-    assert quotas.check(settings, lambda inst, since: used[since], job(), NOW) == quotas.Check(tokens_left=3800)
+    found = quotas.check(settings, lambda inst, since: used[since], job(), NOW)
+    assert (found.past, found.tokens_left) == (None, 3800)
+    assert found.token_quota is not None and found.token_quota.name == "tokens per day"

@@ -8,6 +8,7 @@ import structlog
 
 from bot.github.gateway import GitHubGateway, can_write
 from bot.jobs import Job, JobKind, JobOutcome, JobStatus
+from bot.ledger import quota_notes
 from bot.render import render
 
 StopRuns = Callable[[str, int, str], list[Job]]  # (repo, issue, reason) -> the jobs stopped (Ledger.cancel)
@@ -26,7 +27,10 @@ def run_control(job: Job, gh: GitHubGateway, number: int, stop_runs: StopRuns, l
         gh.add_reaction(number, "eyes", comment_id=job.comment_id)
     if job.kind == JobKind.HELP:
         unknown = job.details.unknown_command
-        gh.create_comment(number, render("help_comment.md", requester=job.requester, unknown=unknown, label=label))
+        quota = quota_notes.remaining()  # the repository's remaining quota (bot/worker/quotas.py), when one is set
+        gh.create_comment(
+            number, render("help_comment.md", requester=job.requester, unknown=unknown, label=label, quota=quota)
+        )
         return JobOutcome(JobStatus.SUCCEEDED)
     return _stop(job, gh, number, stop_runs)
 

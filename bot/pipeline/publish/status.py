@@ -10,6 +10,7 @@ import structlog
 
 from bot.github.gateway import GitHubError, GitHubGateway
 from bot.jobs import RunInfo
+from bot.ledger.run_usage import usage_line
 from bot.pipeline.task.feedback import STATUS_MARKER
 from bot.render import OutcomeText, render
 
@@ -67,6 +68,7 @@ class StatusComment:
         return max(ours, default=None)
 
     def _render(self, **values: Any) -> str:
+        values["usage"] = usage_line(self.job_id)  # the job's own tokens, model seconds and sandbox CPU so far
         return render("status_comment.md", run=self.run, attempts=self.attempts, job_marker=self._marker(), **values)
 
     def _marker(self) -> str:
