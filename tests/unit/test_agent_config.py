@@ -119,19 +119,6 @@ def test_wrong_types_are_errors() -> None:
         load_config(overrides={"agent": {"step_limit": "many"}})
 
 
-def test_environment_maps_onto_the_sandbox_config() -> None:
-    base = SandboxConfig(image="deploy-default:1", memory="4g")
-    sandbox = EnvironmentConfig(env={"A": "b"}, timeout=30).to_sandbox_config(base)
-    assert (sandbox.image, sandbox.memory, sandbox.timeout, sandbox.env, sandbox.cwd) == (
-        "deploy-default:1",
-        "4g",
-        30,
-        {"A": "b"},
-        "/testbed",
-    )
-    assert EnvironmentConfig(image="custom:2").to_sandbox_config(base).image == "custom:2"
-
-
 def test_default_path_is_the_repository_prompt_file() -> None:
     assert Path(__file__).resolve().parents[2] / "prompts" / "agent.yaml" == DEFAULT_CONFIG_PATH
 

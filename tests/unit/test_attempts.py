@@ -24,7 +24,7 @@ from bot.pipeline.deps import PipelineDeps
 from bot.queue.dispatch import build_queue
 from bot.settings import Settings
 from bot.web.app import create_app
-from bot.worker.wiring import sandbox_limit
+from bot.pipeline.runconfig import sandbox_limit
 from sandbox.base import Sandbox, SandboxConfig
 from tests.support.fake_github import FakeGitHub
 from tests.support.fake_github_config import commit_files
