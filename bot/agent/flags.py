@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 
-
 IMAGE_HELP = (
     "sandbox image, over the repository's (a task's) `image:`, the agent config's `environment.image` and "
     "MINIFIX_SANDBOX_IMAGE: the same in `mini-fix run` and `mini-fix eval` (bot/pipeline/runconfig.py)"

@@ -134,7 +134,7 @@ def run_local(request: LocalRunRequest, settings: Settings) -> int:
     if count > 1:
         print(f"{count} attempts in parallel; each one's files go in {output}/{run_id}-<k>/")
     stop = threading.Event()
-    plan = _attempt_plan(request, settings, resolved, testing, run_id, output, stop, tolerant=setup.inferred)
+    plan = _attempt_plan(request, settings, resolved, testing, run_id, output, stop)
     judgement = _run_attempts(request, settings, plan, stop)
     return _write(judgement, output, count)  # a sandbox that fails ends its attempt: exit 3 when none ran
 
@@ -155,14 +155,12 @@ def _attempt_plan(
     run_id: str,
     output: Path,
     stop: threading.Event,
-    *,
-    tolerant: bool = False,
 ) -> AttemptPlan:
-    """The attempts of one local run: the shared runtime, output under `output`, printed steps; `tolerant`: an
-    inferred setup, whose failure is printed and the run goes on."""
+    """The attempts of one local run: the shared runtime, output under `output`, printed steps (an inferred setup's
+    failure is printed and the run goes on: the plan's `setup_tolerant`)."""
     runtime, count = Runtime(settings), resolved.attempts
     options = SetupOptions.from_settings(settings)
-    setup = RepoSetup(str(request.repo.resolve()), options, on_report=_said, tolerant=tolerant, trust_clean_trees=True)
+    setup = RepoSetup(str(request.repo.resolve()), options, on_report=_said, trust_clean_trees=True)
     return AttemptPlan.of(
         resolved,
         (resolved.repo, testing),  # the checkout's tests, inferred before the configuration was resolved

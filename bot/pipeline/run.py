@@ -202,7 +202,7 @@ def _work(state: RunState, deps: PipelineDeps, resolved: RunConfig) -> None:
             setup.trust(checkout, gitops.head(checkout))
         _not_duplicate(state, issue, repo, start)  # before the agent: no run spent on a change nobody publishes
         _check_cancel(cancel)
-        settled = _settle(state, plan, with_setup(resolved, checkout, deps.settings), setup, checkout)
+        settled = _settle(state, plan, with_setup(resolved, checkout, deps.settings), checkout)
         task = state.kind.task(state.job, gh, issue, state.status.comment_id)
         if extra := guidance(state.config, checkout):
             task = f"{task}\n\n{extra}"
@@ -352,13 +352,10 @@ def _builds_on(checkout: Path, token: FreshToken, start: branch.Start) -> str:
         return ""
 
 
-def _settle(
-    state: RunState, plan: AttemptPlan, resolved: tuple[RunConfig, SetupPlan], setup: RepoSetup, checkout: Path
-) -> AttemptPlan:
+def _settle(state: RunState, plan: AttemptPlan, resolved: tuple[RunConfig, SetupPlan], checkout: Path) -> AttemptPlan:
     """The plan once the clone settled the setup (the repository's, else inferred from the clone, with the proxy's
     network) and the test command (configured, else inferred); the status comment says which of each and why."""
     config, found = resolved
-    setup.tolerant = found.inferred  # the repository never asked for it: its failure does not end the run
     if found.commands:
         state.run["setup_from"] = found.describe()
     tested = infer.resolve(config.repo, checkout)

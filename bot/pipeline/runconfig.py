@@ -66,6 +66,9 @@ class RunConfig:
     job_seconds: float = 0
     """The job's wall time over all its attempts (MINIFIX_MAX_WALL_TIME); 0: none (eval)."""
     notes: tuple[str, ...] = ()
+    setup_inferred: bool = False
+    """The setup was inferred from the build files (`with_setup`): the repository never asked for it, so its
+    failure is reported and the run goes on without it."""
 
     @property
     def profile(self) -> str:
@@ -215,4 +218,4 @@ def with_setup(resolved: RunConfig, checkout: Path, settings: Settings) -> tuple
     if not plan.inferred:
         return resolved, plan
     sandbox = resolved.sandbox.model_copy(update={"network": True})
-    return replace(resolved, repo=repo, setup_network=True, sandbox=sandbox), plan
+    return replace(resolved, repo=repo, setup_network=True, setup_inferred=True, sandbox=sandbox), plan

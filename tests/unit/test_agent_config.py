@@ -12,12 +12,10 @@ from bot.agent.config import (
     ACTION_REGEX,
     DEFAULT_CONFIG_PATH,
     AgentConfigError,
-    EnvironmentConfig,
     load_config,
     load_specs,
     spec_to_dict,
 )
-from sandbox.base import SandboxConfig
 
 
 def _upstream_configs() -> Path:

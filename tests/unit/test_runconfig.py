@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from bot.agent.config import DEFAULT_CONFIG_PATH, MiniFixAgentConfig, load_config, load_specs
-from bot.pipeline.runconfig import Flags, agent_file as file_for, ci_limit, effective_label, resolve, with_setup
+from bot.pipeline.runconfig import Flags, ci_limit, effective_label, resolve, with_setup
+from bot.pipeline.runconfig import agent_file as file_for
 from bot.repo_config.devcontainer import Devcontainer
 from bot.repo_config.schema import Limits, RepoConfig
 from bot.settings import Settings
