@@ -29,8 +29,9 @@ def report(state: RunState, key: Outcome, detail: str, settings: Settings) -> Jo
     status = JOB_STATUS.get(key, JobStatus.FAILED)
     pr_url = state.published.pr.url if state.published else None
     log.info("job_finished", outcome=key, detail=detail, pr_url=pr_url)
-    done = outcome(key, run=state.run, paths=state.paths)
-    trajectory = state.link_run_id or (state.run["run_id"] if state.count == 1 else None)
+    run = state.status.info()
+    done = outcome(key, run=run, paths=state.paths)
+    trajectory = state.link_run_id or (state.run_id if state.count == 1 else None)
     links = {"pr": pr_url, "run": run_link(settings, trajectory) if trajectory else None}
     comment = (
         None
@@ -38,7 +39,7 @@ def report(state: RunState, key: Outcome, detail: str, settings: Settings) -> Jo
         else render(
             "outcome_comment.md",
             outcome=done,
-            run=state.run,
+            run=run,
             detail=detail,
             stats=_stats(state),
             links=links,
@@ -47,7 +48,7 @@ def report(state: RunState, key: Outcome, detail: str, settings: Settings) -> Jo
     )
     state.status.close(done, links, comment=comment)
     error = None if status == JobStatus.SUCCEEDED else f"{key}: {detail}" if detail else key
-    return JobOutcome(status, pr_url=pr_url, run_id=state.link_run_id or state.run["run_id"], error=error)
+    return JobOutcome(status, pr_url=pr_url, run_id=state.link_run_id or state.run_id, error=error)
 
 
 def _stats(state: RunState) -> dict[str, Any] | None:

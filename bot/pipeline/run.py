@@ -28,6 +28,7 @@ from bot.pipeline.git import gitops
 from bot.pipeline.judge.judgement import Checks, Judgement, judge
 from bot.pipeline.judge.ranking import dropped_text
 from bot.pipeline.publish import branch
+from bot.pipeline.publish.events import Said, note
 from bot.pipeline.publish.outbound import RedactingGateway
 from bot.pipeline.publish.pr import (
     WIP_PREFIX,
@@ -36,6 +37,7 @@ from bot.pipeline.publish.pr import (
     open_or_update_pr,
     pr_body_vars,
     push_change,
+    push_notes,
     wip_note,
 )
 from bot.pipeline.publish.prtext import attempts_table, dropped_notes, evidence
@@ -145,14 +147,13 @@ def _run(
         "retry": kind.retry,
         "exit_status": "",
         "clamped": list(resolved.notes),
+        "followup": kind.run_note(job),  # what started a follow-up ("" for a plain run: not shown)
     }
-    if note := kind.run_note(job):
-        run["followup"] = note
     count = resolved.attempts
     status = StatusComment(gh, number, run, deps.clock, attempts=count, job_id=job.id)
     status.token_budget = deps.settings.max_tokens if count > 1 else 0
     state = RunState(
-        job, gh, number, run, status, resolved.agent, resolved.model, cancel, kind, config=resolved.repo, count=count
+        job, gh, number, run_id, status, resolved.agent, resolved.model, cancel, kind, config=resolved.repo, count=count
     )
     state.status.start()
     # after the status comment: the reactions are content too, and go a second later while the run clones
@@ -175,13 +176,14 @@ def _run(
     if key == Outcome.CANCELLED and cancel_reason(cancel) == SHUTDOWN_REASON:
         key = Outcome.REQUEUED  # not the maintainers' doing: the job runs again on another worker
     elif key == Outcome.CANCELLED:
-        state.run["stop_reason"] = detail = cancel_reason(cancel) or detail
+        detail = cancel_reason(cancel) or detail
+        state.status.say(Said("stop_reason", detail))
     return report(state, key, detail, deps.settings)
 
 
 def _work(state: RunState, deps: PipelineDeps, resolved: RunConfig) -> None:
     """Clone, run the job's attempts in parallel, judge them with the App's own tests, publish the chosen one."""
-    gh, run_id, cancel = state.gh, state.run["run_id"], state.cancel
+    gh, run_id, cancel = state.gh, state.run_id, state.cancel
     issue = gh.get_issue(state.number)
     issue = Issue(issue.number, clean(issue.title), issue.body, issue.author, issue.state)
     repo = gh.get_repo()
@@ -224,7 +226,7 @@ def _work(state: RunState, deps: PipelineDeps, resolved: RunConfig) -> None:
     # The body's warnings are about the whole PR: a run on the PR branch takes them from its whole diff.
     warned = replace(chosen.candidate, dropped=whole.dropped) if whole else chosen.candidate
     body_vars = {
-        **pr_body_vars(issue, state.run, chosen.result, diff, link),
+        **pr_body_vars(issue, state.status.info(), chosen.result, diff, link),
         "test": state.test,
         "attempts_table": state.table,
         "evidence": evidence(chosen.candidate),
@@ -241,7 +243,7 @@ def _work(state: RunState, deps: PipelineDeps, resolved: RunConfig) -> None:
     )
     messages = redact(chosen.result.messages, secrets)
     attach_trajectory(
-        gh, state.published.pr, messages, run=state.run, exit_status=chosen.result.exit_status, run_link=link
+        gh, state.published.pr, messages, run=state.status.info(), exit_status=chosen.result.exit_status, run_link=link
     )
     state.kind.answer(state.job, gh, run_id)
 
@@ -264,7 +266,8 @@ def _judged(state: RunState, judgement: Judgement, settings: Settings) -> Attemp
         links = {run.candidate.index: run_link(settings, run.candidate.run_id) if run.trajectory else None
                  for run in judgement.attempts}  # fmt: skip
         state.table = attempts_table(judgement.choice, judgement.candidates, links)
-    state.run["exit_status"], state.wip = judgement.exit_status, judgement.wip
+    state.status.say(Said("exit_status", judgement.exit_status))
+    state.wip = judgement.wip
     chosen = judgement.chosen
     if chosen is None:
         state.result = judgement.attempts[0].result if state.count == 1 else None
@@ -280,7 +283,7 @@ def _repo_setup(state: RunState, deps: PipelineDeps, repo: RepoInfo) -> RepoSetu
     the PR."""
 
     def said(summary: str) -> None:
-        state.run["setup"] = summary  # the status comment's next edit shows it
+        state.status.say(Said("setup", summary))  # the status comment's next edit shows it
 
     options = deps.setup or SetupOptions.from_settings(deps.settings)
     return RepoSetup(cache_owner(state.job.repo, repo.id), options, on_report=said)
@@ -291,14 +294,16 @@ def _push(
 ) -> branch.Pushed:
     """Commit and push the chosen change, unless another open PR already fixes the issue (then say so)."""
     if state.wip:
-        state.run.setdefault("notes", []).append(wip_note(state.wip))
+        state.status.say(note(wip_note(state.wip)))
     _not_duplicate(state, issue, repo, start)  # again: a writer may have opened one during the run
     if ended := state.kind.recheck(state.job, state.gh):  # never pushed to (or reopening) a closed or merged PR
-        state.run["stop_reason"] = ended
+        state.status.say(Said("stop_reason", ended))
         raise RunFailed(Outcome.PR_ENDED, ended)
-    return push_change(
-        state.gh, checkout, diff, issue=issue, run=state.run, token=token, start=start, kind=state.job.kind
+    pushed = push_change(
+        state.gh, checkout, diff, issue=issue, run=state.status.info(), token=token, start=start, kind=state.job.kind
     )
+    state.status.say(*map(note, push_notes(pushed, start, issue.number)))
+    return pushed
 
 
 def _whole_diff(
@@ -319,9 +324,11 @@ def _whole_diff(
         )
     except (gitops.GitError, OSError) as exc:
         log.warning("whole_diff_not_checked", error=str(exc))
-        state.run.setdefault("notes", []).append(
-            f"mini-fix could not compare the whole pull request with `{start.default_branch}`, so the warnings "
-            "here are about this run's change only: check the earlier commits for dropped tests yourself."
+        state.status.say(
+            note(
+                f"mini-fix could not compare the whole pull request with `{start.default_branch}`, so the warnings "
+                "here are about this run's change only: check the earlier commits for dropped tests yourself."
+            )
         )
         return None
 
@@ -329,7 +336,7 @@ def _whole_diff(
 def _not_duplicate(state: RunState, issue: Issue, repo: RepoInfo, start: branch.Start) -> None:
     """End the job when another open PR, by a writer or from the repository itself, already fixes the issue."""
     if other := duplicate_pr(state.gh, number=issue.number, repo=repo.full_name, branch=start.branch):
-        state.run.setdefault("notes", []).append(f"Already fixed by the open pull request {other.url}.")
+        state.status.say(note(f"Already fixed by the open pull request {other.url}."))
         raise RunFailed(Outcome.DUPLICATE_PR, f"#{other.number} {other.url}")
 
 
@@ -357,11 +364,11 @@ def _settle(state: RunState, plan: AttemptPlan, resolved: tuple[RunConfig, Setup
     network) and the test command (configured, else inferred); the status comment says which of each and why."""
     config, found = resolved
     if found.commands:
-        state.run["setup_from"] = found.describe()
+        state.status.say(Said("setup_from", found.describe()))
     tested = infer.resolve(config.repo, checkout)
     state.config, testing = tested
     command = f"`{testing.command}`" if testing.command else "none"
-    state.run["tests"] = f"{command} ({testing.why})"  # the status comment's next edit shows it
+    state.status.say(Said("tests", f"{command} ({testing.why})"))  # the status comment's next edit shows it
     return plan.settled(config, tested)
 
 

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from bot.agent.config import MiniFixAgentConfig, ModelConfig
 from bot.agent.loop import AgentResult
 from bot.github.gateway import GitHubGateway
-from bot.jobs import Job, RunInfo
+from bot.jobs import Job
 from bot.pipeline.candidates import Candidate
 from bot.pipeline.publish.pr import Published
 from bot.pipeline.publish.status import StatusComment
@@ -23,8 +23,8 @@ class RunState:
     job: Job
     gh: GitHubGateway
     number: int
-    run: RunInfo
-    status: StatusComment
+    run_id: str
+    status: StatusComment  # what the run learns goes there as events (`StatusComment.say`)
     agent: MiniFixAgentConfig  # the deployment's agent config with the repository's own on top
     model: ModelConfig
     cancel: threading.Event

@@ -48,8 +48,7 @@ def push_change(
         pushed = branch.push(checkout, token, start, kind=kind, identity=identity, run_id=run["run_id"])
     except gitops.GitError as exc:
         raise RunFailed(Outcome.PUSH_FAILED, git_failure(exc)) from exc
-    run.setdefault("notes", []).extend(push_notes(pushed, start, issue.number))
-    return pushed
+    return pushed  # where it went, for the notes: `push_notes`
 
 
 def push_notes(pushed: branch.Pushed, start: branch.Start, number: int) -> list[str]:
