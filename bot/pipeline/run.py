@@ -208,7 +208,7 @@ def _work(state: RunState, deps: PipelineDeps, resolved: RunConfig) -> None:
         task = state.kind.task(state.job, gh, issue, state.status.comment_id)
         if extra := guidance(state.config, checkout):
             task = f"{task}\n\n{extra}"
-        if earlier := _builds_on(checkout, token, start):
+        if earlier := branch.builds_on(checkout, token, start, depth=execute.CLONE_DEPTH):
             task = f"{task}\n\n{earlier}"
         secrets = [*token.minted, *deps.settings.secrets]
         if state.kind.counted and deps.run_started is not None:
@@ -348,15 +348,6 @@ def _start(state: RunState, repo: RepoInfo, checkout: Path, token: FreshToken, d
         raise RunFailed(Outcome.CLONE_FAILED, execute.git_failure(exc)) from exc
     execute.clone(repo, token, checkout, max_bytes=deps.settings.max_clone_bytes, branch=start.source)
     return start
-
-
-def _builds_on(checkout: Path, token: FreshToken, start: branch.Start) -> str:
-    """What the run builds on, for its task; a fetch that fails leaves it out rather than end the run."""
-    try:
-        return branch.builds_on(checkout, token, start, depth=execute.CLONE_DEPTH)
-    except gitops.GitError as exc:
-        log.warning("builds_on_unknown", error=str(exc))
-        return ""
 
 
 def _settle(state: RunState, plan: AttemptPlan, resolved: tuple[RunConfig, SetupPlan], checkout: Path) -> AttemptPlan:
