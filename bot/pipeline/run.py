@@ -46,7 +46,7 @@ from bot.pipeline.publish.tokens import FreshToken
 from bot.pipeline.publish.whole import WholeDiff, whole_diff
 from bot.pipeline.report import report, run_link
 from bot.pipeline.runconfig import RunConfig, resolve, with_setup
-from bot.pipeline.state import RunState
+from bot.pipeline.state import Judged, RunState
 from bot.pipeline.task import asks
 from bot.pipeline.task.issue import clean
 from bot.pipeline.task.kinds import Kind, kind_of
@@ -227,8 +227,8 @@ def _work(state: RunState, deps: PipelineDeps, resolved: RunConfig) -> None:
     warned = replace(chosen.candidate, dropped=whole.dropped) if whole else chosen.candidate
     body_vars = {
         **pr_body_vars(issue, state.status.info(), chosen.result, diff, link),
-        "test": state.test,
-        "attempts_table": state.table,
+        "test": state.judged.test,
+        "attempts_table": state.judged.table,
         "evidence": evidence(chosen.candidate),
         "dropped": dropped_text(warned),
         "dropped_notes": dropped_notes(warned),
@@ -237,7 +237,7 @@ def _work(state: RunState, deps: PipelineDeps, resolved: RunConfig) -> None:
     }
     # A branch moved by someone during the run: the new commit is proposed as a PR into it, never forced over it.
     base = start.branch if pushed.diverted else repo.default_branch
-    title = f"{WIP_PREFIX}{issue.title}" if state.wip else issue.title
+    title = f"{WIP_PREFIX}{issue.title}" if state.judged.wip else issue.title
     state.published = open_or_update_pr(
         gh, issue=issue, base=base, body_vars=body_vars, head=pushed.branch, title=title
     )
@@ -260,21 +260,24 @@ def _all_removed(removals: Removals) -> Iterator[None]:
 def _judged(state: RunState, judgement: Judgement, settings: Settings) -> Attempt:
     """What the run learns from the judgement (the one place RunState takes it): the attempt to publish, or the
     job's ending raised (a stopped job's, before anything else is taken)."""
-    state.candidates = judgement.candidates
+    candidates = tuple(judgement.candidates)
+    state.judged = Judged(candidates)  # a stopped job's statistics still count its attempts
     _check_cancel(state.cancel)
+    table = ""
     if state.count > 1:
         links = {run.candidate.index: run_link(settings, run.candidate.run_id) if run.trajectory else None
                  for run in judgement.attempts}  # fmt: skip
-        state.table = attempts_table(judgement.choice, judgement.candidates, links)
+        table = attempts_table(judgement.choice, judgement.candidates, links)
     state.status.say(Said("exit_status", judgement.exit_status))
-    state.wip = judgement.wip
     chosen = judgement.chosen
     if chosen is None:
-        state.result = judgement.attempts[0].result if state.count == 1 else None
-        state.paths = list(judgement.refused)
+        result = judgement.attempts[0].result if state.count == 1 else None
+        state.judged = Judged(candidates, table, judgement.wip, result, judgement.refused)
         assert judgement.failure is not None
         raise judgement.failure
-    state.result, state.test, state.link_run_id = chosen.result, judgement.test, chosen.candidate.run_id
+    state.judged = Judged(
+        candidates, table, judgement.wip, chosen.result, test=judgement.test, link_run_id=chosen.candidate.run_id
+    )
     return chosen
 
 
@@ -293,8 +296,8 @@ def _push(
     state: RunState, issue: Issue, repo: RepoInfo, checkout: Path, diff: str, token: FreshToken, start: branch.Start
 ) -> branch.Pushed:
     """Commit and push the chosen change, unless another open PR already fixes the issue (then say so)."""
-    if state.wip:
-        state.status.say(note(wip_note(state.wip)))
+    if state.judged.wip:
+        state.status.say(note(wip_note(state.judged.wip)))
     _not_duplicate(state, issue, repo, start)  # again: a writer may have opened one during the run
     if ended := state.kind.recheck(state.job, state.gh):  # never pushed to (or reopening) a closed or merged PR
         state.status.say(Said("stop_reason", ended))
