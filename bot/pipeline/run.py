@@ -222,11 +222,11 @@ def _work(state: RunState, deps: PipelineDeps, resolved: RunConfig) -> None:
         _check_cancel(cancel)
         pushed = _push(state, issue, repo, checkout, diff, token, start)
         whole = _whole_diff(state, checkout, token, start, pushed)
-    link = run_link(deps.settings, chosen.candidate.run_id)
+    link, run = run_link(deps.settings, chosen.candidate.run_id), state.status.info()  # the run as the PR tells it
     # The body's warnings are about the whole PR: a run on the PR branch takes them from its whole diff.
     warned = replace(chosen.candidate, dropped=whole.dropped) if whole else chosen.candidate
     body_vars = {
-        **pr_body_vars(issue, state.status.info(), chosen.result, diff, link),
+        **pr_body_vars(issue, run, chosen.result, diff, link),
         "test": state.judged.test,
         "attempts_table": state.judged.table,
         "evidence": evidence(chosen.candidate),
@@ -242,9 +242,7 @@ def _work(state: RunState, deps: PipelineDeps, resolved: RunConfig) -> None:
         gh, issue=issue, base=base, body_vars=body_vars, head=pushed.branch, title=title
     )
     messages = redact(chosen.result.messages, secrets)
-    attach_trajectory(
-        gh, state.published.pr, messages, run=state.status.info(), exit_status=chosen.result.exit_status, run_link=link
-    )
+    attach_trajectory(gh, state.published.pr, messages, run=run, exit_status=chosen.result.exit_status, run_link=link)
     state.kind.answer(state.job, gh, run_id)
 
 
@@ -303,7 +301,7 @@ def _push(
         state.status.say(Said("stop_reason", ended))
         raise RunFailed(Outcome.PR_ENDED, ended)
     pushed = push_change(
-        state.gh, checkout, diff, issue=issue, run=state.status.info(), token=token, start=start, kind=state.job.kind
+        state.gh, checkout, diff, issue=issue, run_id=state.run_id, token=token, start=start, kind=state.job.kind
     )
     state.status.say(*map(note, push_notes(pushed, start, issue.number)))
     return pushed
