@@ -68,7 +68,7 @@ def run_pipeline(job: Job, cancel: threading.Event, deps: PipelineDeps) -> JobOu
             number = execute.issue_number(gh, job)
             kind = kind_of(job)  # chosen once: below, the kind object answers what differs between kinds
             if kind.control:
-                return _control(job, gh, number, deps)
+                return run_control(job, gh, number, deps.stop_runs, deps.settings.label)
             ready = _ready(job, kind, gh, number, deps)
             if isinstance(ready, JobOutcome):
                 return _ended_early(job, kind, gh, number, replace(ready, run_id=run_id), deps)
@@ -121,12 +121,6 @@ def _ended_early(
         }
         StatusComment(gh, number, run, deps.clock, job_id=job.id).close_earlier(outcome(Outcome.CANCELLED, run=run))
     return ended
-
-
-def _control(job: Job, gh: GitHubGateway, number: int, deps: PipelineDeps) -> JobOutcome:
-    if deps.stop_runs is None:
-        raise RunFailed(Outcome.AGENT_CRASHED, "this worker was built without a ledger to stop runs with")
-    return run_control(job, gh, number, deps.stop_runs, deps.settings.label)
 
 
 def _run(
