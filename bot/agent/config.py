@@ -10,8 +10,6 @@ import structlog
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from sandbox.base import SandboxConfig
-
 DEFAULT_CONFIG_PATH = Path(__file__).resolve().parents[2] / "prompts" / "agent.yaml"
 """Our default config, `prompts/agent.yaml` at the repository root."""
 
@@ -132,13 +130,6 @@ class EnvironmentConfig(BaseModel):
     """Environment of every action. Visible to the model: never put secrets here."""
     timeout: int = 120
     """Seconds one action may run before it is killed."""
-
-    def to_sandbox_config(self, base: SandboxConfig | None = None) -> SandboxConfig:
-        """This section laid over `base` (the deployment's sandbox defaults)."""
-        update: dict[str, Any] = {"cwd": self.cwd, "env": dict(self.env), "timeout": self.timeout}
-        if self.image:
-            update["image"] = self.image
-        return (base or SandboxConfig()).model_copy(update=update)
 
 
 class MiniFixAgentConfig(BaseModel):

@@ -4,8 +4,13 @@ from __future__ import annotations
 
 import argparse
 
+IMAGE_HELP = (
+    "sandbox image, over the repository's (a task's) `image:`, the agent config's `environment.image` and "
+    "MINIFIX_SANDBOX_IMAGE: the same in `mini-fix run` and `mini-fix eval` (bot/pipeline/runconfig.py)"
+)
 
-def add_agent_flags(parser: argparse.ArgumentParser, *, image_help: str) -> None:
+
+def add_agent_flags(parser: argparse.ArgumentParser) -> None:
     """`--config/-c` (as mini-swe-agent's `-c`), `--model`, `--api-base` and `--image`."""
     parser.add_argument(
         "--config",
@@ -17,4 +22,4 @@ def add_agent_flags(parser: argparse.ArgumentParser, *, image_help: str) -> None
     )
     parser.add_argument("--model", help="litellm model name, e.g. hosted_vllm/<served-model>")
     parser.add_argument("--api-base", help="OpenAI-compatible API base, e.g. http://localhost:8000/v1")
-    parser.add_argument("--image", help=image_help)
+    parser.add_argument("--image", help=IMAGE_HELP)

@@ -1,4 +1,4 @@
-"""Agent profiles: which config a model runs with, from the operator's glob → profile table, resolved here only."""
+"""Agent profiles: the operator's glob → profile table and the shipped profiles (which config wins: runconfig)."""
 
 from __future__ import annotations
 
@@ -47,12 +47,6 @@ def profile_for(model: str, table: str) -> str | None:
         if fnmatch.fnmatchcase(model.lower(), pattern.lower()):
             return profile
     return None
-
-
-def resolve(model: str, table: str, default: MiniFixAgentConfig) -> MiniFixAgentConfig:
-    """The config the model runs with: its profile's when the table maps it, else `default`."""
-    profile = profile_for(model, table)
-    return default if profile is None else load_profile(profile)
 
 
 @functools.lru_cache(maxsize=16)

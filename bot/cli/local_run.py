@@ -12,17 +12,18 @@ from pathlib import Path
 
 from bot.agent.config import missing_api_base
 from bot.agent.loop import StepEvent
+from bot.pipeline import runconfig
 from bot.pipeline.attempts.engine import started
 from bot.pipeline.attempts.execute import SANDBOX_FAILURES
 from bot.pipeline.attempts.exits import SUBMITTED, exit_for
 from bot.pipeline.attempts.plan import Attempt, AttemptPlan
 from bot.pipeline.attempts.setup_cache import RepoSetup, SetupOptions
 from bot.pipeline.git.gitops import GitError
-from bot.pipeline.git.hostgit import base_checkout, git
+from bot.pipeline.git.hostgit import git, head_checkout
 from bot.pipeline.git.quarantine import quarantined
 from bot.pipeline.judge.judgement import Checks, Judgement, judge
 from bot.pipeline.publish.prtext import attempts_table
-from bot.pipeline.runconfig import Flags, RunConfig, resolve, with_setup
+from bot.pipeline.runconfig import Flags, RunConfig, with_setup
 from bot.pipeline.runtime import Runtime, print_ignored
 from bot.repo_config import infer
 from bot.repo_config.load import ConfigError, load_repo_config
@@ -53,9 +54,10 @@ class LocalRunRequest:
 def run_config(request: LocalRunRequest, repo: RepoConfig, settings: Settings) -> RunConfig:
     """The run configured as the App would configure the job (runconfig.resolve): the checkout's
     `.github/mini-fix.yml` within this deployment's ceilings, the flags over everything, `-c` replacing our file."""
-    agent_file = Runtime(settings).agent_file(request.config)
+    flags = request.flags()
+    agent_file = runconfig.agent_file(settings, flags.config)
     print_ignored(agent_file)
-    return resolve(settings, agent_file, repo, request.flags())
+    return runconfig.resolve(settings, agent_file, repo, flags)
 
 
 def print_step(event: StepEvent, attempt: int | None = None) -> None:
@@ -84,15 +86,6 @@ def check_checkout(repo: Path) -> str | None:
             return f"--repo {repo} is not a git checkout: run `git init` there first"
         return f"--repo {repo} has no commit yet: the change is diffed against HEAD"
     return None
-
-
-def own_checkout(repo: Path, dest: Path) -> Path:
-    """A clean clone of `repo`'s HEAD made by the worker's git: the run's checkout, so nothing in the given
-    directory's `.git` (config, hooks, filters) is used by the host's git (uncommitted changes are not taken)."""
-    with quarantined(repo) as git_dir:
-        head = git(["rev-parse", "--verify", "HEAD^{commit}"], git_dir=git_dir).strip()
-    base_checkout(str(repo), head, dest)
-    return dest
 
 
 def repo_config(repo: Path) -> RepoConfig:
@@ -133,16 +126,15 @@ def run_local(request: LocalRunRequest, settings: Settings) -> int:
     print(f"run {run_id}: model {model.model_name} at {where}, profile {resolved.profile}; output {output}")
     if count > 1:
         print(f"{count} attempts in parallel; each one's files go in {output}/{run_id}-<k>/")
-    stop = threading.Event()
-    plan = _attempt_plan(request, settings, resolved, testing, run_id, output, stop, tolerant=setup.inferred)
-    judgement = _run_attempts(request, settings, plan, stop)
+    judgement = _run_attempts(request, settings, _attempt_plan(request, settings, resolved, testing, run_id, output))
     return _write(judgement, output, count)  # a sandbox that fails ends its attempt: exit 3 when none ran
 
 
-def _run_attempts(request: LocalRunRequest, settings: Settings, plan: AttemptPlan, stop: threading.Event) -> Judgement:
-    """The App's own engine and judge: parallel attempts, the change taken out by the host, verified, chosen."""
+def _run_attempts(request: LocalRunRequest, settings: Settings, plan: AttemptPlan) -> Judgement:
+    """The App's own engine and judge: parallel attempts on a clean clone of the checkout's HEAD (the worker's git:
+    `head_checkout`), the change taken out by the host, verified, chosen."""
     with tempfile.TemporaryDirectory(prefix=f"mini-fix-{plan.run_id}-") as tmp, started(plan) as attempts:
-        checkout = own_checkout(request.repo, Path(tmp) / "own-checkout")
+        checkout = head_checkout(request.repo, Path(tmp) / "own-checkout")
         runs = attempts.run(request.task, checkout, Path(tmp), settings.secrets)
         return judge(runs, Checks.of(plan, checkout, Path(tmp)), secrets=settings.secrets)
 
@@ -154,15 +146,12 @@ def _attempt_plan(
     testing: infer.TestPlan,
     run_id: str,
     output: Path,
-    stop: threading.Event,
-    *,
-    tolerant: bool = False,
 ) -> AttemptPlan:
-    """The attempts of one local run: the shared runtime, output under `output`, printed steps; `tolerant`: an
-    inferred setup, whose failure is printed and the run goes on."""
+    """The attempts of one local run: the shared runtime, output under `output`, printed steps (an inferred setup's
+    failure is printed and the run goes on: the plan's `setup_tolerant`)."""
     runtime, count = Runtime(settings), resolved.attempts
     options = SetupOptions.from_settings(settings)
-    setup = RepoSetup(str(request.repo.resolve()), options, on_report=_said, tolerant=tolerant, trust_clean_trees=True)
+    setup = RepoSetup(str(request.repo.resolve()), options, on_report=_said, trust_clean_trees=True)
     return AttemptPlan.of(
         resolved,
         (resolved.repo, testing),  # the checkout's tests, inferred before the configuration was resolved
@@ -171,7 +160,7 @@ def _attempt_plan(
         make_model=runtime.model,
         trajectory_path=lambda rid: output / "trajectory.json" if rid == run_id else output / rid / "trajectory.json",
         meta={"repo": str(request.repo.resolve()), "profile": resolved.profile},
-        cancel=stop,
+        cancel=threading.Event(),  # nothing stops a local run but ^C
         on_step=lambda k, event: print_step(event, attempt=k if count > 1 else None),
         on_end=lambda k, how: print(f"attempt {k}: {how}", flush=True) if count > 1 else None,
     )
@@ -182,7 +171,8 @@ def _said(summary: str) -> None:
 
 
 def _write(judgement: Judgement, output: Path, count: int) -> int:
-    """patch.diff (the chosen change) and, with several attempts, each attempt's patch and attempts.md."""
+    """patch.diff (the chosen change) and, with several attempts, each attempt's patch and attempts.md; the summary
+    printed, and the exit code."""
     output.mkdir(parents=True, exist_ok=True)
     runs, choice = judgement.attempts, judgement.choice
     chosen = next((run for run in runs if run.candidate is choice.chosen), None)
@@ -192,8 +182,6 @@ def _write(judgement: Judgement, output: Path, count: int) -> int:
             place = output / run.candidate.run_id
             place.mkdir(parents=True, exist_ok=True)
             (place / "patch.diff").write_text(change.diff if change else "")
-        links = {run.candidate.index: str(run.trajectory) if run.trajectory else None for run in runs}
-        (output / "attempts.md").write_text(attempts_table(choice, judgement.candidates, links))
         if chosen is not None and chosen.trajectory is not None:
             shutil.copyfile(chosen.trajectory, output / "trajectory.json")
     diff = chosen.candidate.change.diff if chosen is not None and chosen.candidate.change else ""
@@ -201,7 +189,11 @@ def _write(judgement: Judgement, output: Path, count: int) -> int:
     if count > 1:
         for run in runs:
             print(f"attempt {run.candidate.index}: {choice.reasons.get(run.candidate.index, '')}")
-    return _summarise(chosen or runs[0], diff, output, chosen=chosen is not None, count=count)
+    code = _summarise(chosen or runs[0], diff, output, chosen=chosen is not None, count=count)
+    if count > 1:  # last: the summary names attempts.md, written before this returns
+        links = {run.candidate.index: str(run.trajectory) if run.trajectory else None for run in runs}
+        (output / "attempts.md").write_text(attempts_table(choice, judgement.candidates, links))
+    return code
 
 
 def _summarise(run: Attempt, diff: str, output: Path, *, chosen: bool, count: int) -> int:

@@ -45,7 +45,7 @@ def _parser() -> argparse.ArgumentParser:
     task = run.add_mutually_exclusive_group(required=True)
     task.add_argument("--task", help="the task text")
     task.add_argument("--task-file", type=Path, help="file holding the task text")
-    add_agent_flags(run, image_help="sandbox image")
+    add_agent_flags(run)
     run.add_argument("--output", type=Path, help="output directory (default ./out/<run id>)")
     run.add_argument(
         "--attempts",

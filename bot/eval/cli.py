@@ -23,7 +23,7 @@ def _run_parser() -> argparse.ArgumentParser:
     p.add_argument("tasks", type=Path, help="a JSONL file of tasks, or a directory of them")
     p.add_argument("--output", type=Path, default=Path("eval-out"), help="output directory (reruns resume it)")
     p.add_argument("--workers", type=int, default=1, help="tasks run at once")
-    add_agent_flags(p, image_help="sandbox image for tasks that name none")
+    add_agent_flags(p)
     p.add_argument(
         "--attempts",
         type=_positive,

@@ -33,15 +33,12 @@ class EvalRequest:
     attempt_workers: int | None = None
 
     def flags(self) -> Flags:
-        """The flags as the run configuration takes them (`--image` is the deployment's image: see eval_context)."""
-        return Flags(config=tuple(self.config), model=self.model, api_base=self.api_base)
+        """The flags as the run configuration takes them (`--image` over every task's image, as in `mini-fix run`)."""
+        return Flags(config=tuple(self.config), model=self.model, api_base=self.api_base, image=self.image)
 
 
 def eval_context(request: EvalRequest, settings: Settings) -> EvalContext:
-    """The shared runtime (litellm, Docker sandboxes labelled `mini-fix.eval`) and the agent config; `--image`
-    stands in for MINIFIX_SANDBOX_IMAGE, so a task's own image still wins."""
-    if request.image:
-        settings = settings.model_copy(update={"sandbox_image": request.image})
+    """The shared runtime (litellm, Docker sandboxes labelled `mini-fix.eval`) and the agent config."""
     runtime = Runtime(settings)
     agent_file = runtime.agent_file(request.config)
     print_ignored(agent_file)

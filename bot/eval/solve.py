@@ -51,12 +51,12 @@ class EvalContext:
     attempt_workers: int | None = None  # `--attempt-workers K`: a task's attempts run at once; None = all N
     flags: Flags = NO_FLAGS  # the command line's, for each task's run configuration
 
-    def run_config(self, task: EvalTask, repo: RepoConfig | None = None, attempts: int = 1) -> RunConfig:
+    def run_config(self, task: EvalTask, repo: RepoConfig | None = None, attempts: int | None = None) -> RunConfig:
         """The task's run configuration, as the App resolves a job's (the operator's own task: nothing clamped),
-        with `attempts` attempts (`--attempts`, else one: as a flag, over MINIFIX_AGENT_ATTEMPTS); `repo` is the
+        with `attempts` attempts as the flag (none: runconfig's rule for the operator's tasks, one); `repo` is the
         task's repository config with its tests inferred (`tested`), when known. A task sets no `model:`, so its
         model is the eval's own (`model_config`: the same resolution without a task)."""
-        flags = replace(self.flags, attempts=attempts)
+        flags = replace(self.flags, attempts=attempts) if attempts else self.flags
         return resolve(self.settings, self.agent_config, repo or task.repo_config(), flags, ceilings=False)
 
     def trajectory_path(self, task: EvalTask) -> Path:

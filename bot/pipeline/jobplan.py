@@ -19,7 +19,7 @@ def plan_for(state: RunState, deps: PipelineDeps, resolved: RunConfig, removals:
     settings = deps.settings
     return AttemptPlan.of(
         resolved,
-        run_id=state.run["run_id"],
+        run_id=state.run_id,
         factory=deps.sandbox,
         make_model=deps.model,
         trajectory_path=lambda run_id: settings.data_dir / "runs" / run_id / "trajectory.json",

@@ -29,8 +29,9 @@ def report(state: RunState, key: Outcome, detail: str, settings: Settings) -> Jo
     status = JOB_STATUS.get(key, JobStatus.FAILED)
     pr_url = state.published.pr.url if state.published else None
     log.info("job_finished", outcome=key, detail=detail, pr_url=pr_url)
-    done = outcome(key, run=state.run, paths=state.paths)
-    trajectory = state.link_run_id or (state.run["run_id"] if state.count == 1 else None)
+    run, judged = state.status.info(), state.judged
+    done = outcome(key, run=run, paths=list(judged.paths))
+    trajectory = judged.link_run_id or (state.run_id if state.count == 1 else None)
     links = {"pr": pr_url, "run": run_link(settings, trajectory) if trajectory else None}
     comment = (
         None
@@ -38,28 +39,29 @@ def report(state: RunState, key: Outcome, detail: str, settings: Settings) -> Jo
         else render(
             "outcome_comment.md",
             outcome=done,
-            run=state.run,
+            run=run,
             detail=detail,
             stats=_stats(state),
             links=links,
-            attempts_table=state.table,
+            attempts_table=judged.table,
         )
     )
     state.status.close(done, links, comment=comment)
     error = None if status == JobStatus.SUCCEEDED else f"{key}: {detail}" if detail else key
-    return JobOutcome(status, pr_url=pr_url, run_id=state.link_run_id or state.run["run_id"], error=error)
+    return JobOutcome(status, pr_url=pr_url, run_id=judged.link_run_id or state.run_id, error=error)
 
 
 def _stats(state: RunState) -> dict[str, Any] | None:
     """Steps, wall time and tokens: the one attempt's, or the sum over several (None before any agent ran)."""
-    if state.count > 1 and state.candidates:
+    candidates = state.judged.candidates
+    if state.count > 1 and candidates:
         return {
-            "steps": sum(c.steps for c in state.candidates),
-            "elapsed": max(c.seconds for c in state.candidates),
-            "tokens": sum(c.tokens for c in state.candidates),
-            "attempts": len(state.candidates),
+            "steps": sum(c.steps for c in candidates),
+            "elapsed": max(c.seconds for c in candidates),
+            "tokens": sum(c.tokens for c in candidates),
+            "attempts": len(candidates),
         }
-    result = state.result
+    result = state.judged.result
     if result is None:
         return None
     return {

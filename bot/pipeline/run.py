@@ -28,6 +28,7 @@ from bot.pipeline.git import gitops
 from bot.pipeline.judge.judgement import Checks, Judgement, judge
 from bot.pipeline.judge.ranking import dropped_text
 from bot.pipeline.publish import branch
+from bot.pipeline.publish.events import Said, note
 from bot.pipeline.publish.outbound import RedactingGateway
 from bot.pipeline.publish.pr import (
     WIP_PREFIX,
@@ -36,6 +37,7 @@ from bot.pipeline.publish.pr import (
     open_or_update_pr,
     pr_body_vars,
     push_change,
+    push_notes,
     wip_note,
 )
 from bot.pipeline.publish.prtext import attempts_table, dropped_notes, evidence
@@ -44,7 +46,7 @@ from bot.pipeline.publish.tokens import FreshToken
 from bot.pipeline.publish.whole import WholeDiff, whole_diff
 from bot.pipeline.report import report, run_link
 from bot.pipeline.runconfig import RunConfig, resolve, with_setup
-from bot.pipeline.state import RunState
+from bot.pipeline.state import Judged, RunState
 from bot.pipeline.task import asks
 from bot.pipeline.task.issue import clean
 from bot.pipeline.task.kinds import Kind, kind_of
@@ -66,7 +68,7 @@ def run_pipeline(job: Job, cancel: threading.Event, deps: PipelineDeps) -> JobOu
             number = execute.issue_number(gh, job)
             kind = kind_of(job)  # chosen once: below, the kind object answers what differs between kinds
             if kind.control:
-                return _control(job, gh, number, deps)
+                return run_control(job, gh, number, deps.stop_runs, deps.settings.label)
             ready = _ready(job, kind, gh, number, deps)
             if isinstance(ready, JobOutcome):
                 return _ended_early(job, kind, gh, number, replace(ready, run_id=run_id), deps)
@@ -121,12 +123,6 @@ def _ended_early(
     return ended
 
 
-def _control(job: Job, gh: GitHubGateway, number: int, deps: PipelineDeps) -> JobOutcome:
-    if deps.stop_runs is None:
-        raise RunFailed(Outcome.AGENT_CRASHED, "this worker was built without a ledger to stop runs with")
-    return run_control(job, gh, number, deps.stop_runs, deps.settings.label)
-
-
 def _run(
     job: Job,
     kind: Kind,
@@ -145,14 +141,13 @@ def _run(
         "retry": kind.retry,
         "exit_status": "",
         "clamped": list(resolved.notes),
+        "followup": kind.run_note(job),  # what started a follow-up ("" for a plain run: not shown)
     }
-    if note := kind.run_note(job):
-        run["followup"] = note
     count = resolved.attempts
     status = StatusComment(gh, number, run, deps.clock, attempts=count, job_id=job.id)
     status.token_budget = deps.settings.max_tokens if count > 1 else 0
     state = RunState(
-        job, gh, number, run, status, resolved.agent, resolved.model, cancel, kind, config=resolved.repo, count=count
+        job, gh, number, run_id, status, resolved.agent, resolved.model, cancel, kind, config=resolved.repo, count=count
     )
     state.status.start()
     # after the status comment: the reactions are content too, and go a second later while the run clones
@@ -175,13 +170,14 @@ def _run(
     if key == Outcome.CANCELLED and cancel_reason(cancel) == SHUTDOWN_REASON:
         key = Outcome.REQUEUED  # not the maintainers' doing: the job runs again on another worker
     elif key == Outcome.CANCELLED:
-        state.run["stop_reason"] = detail = cancel_reason(cancel) or detail
+        detail = cancel_reason(cancel) or detail
+        state.status.say(Said("stop_reason", detail))
     return report(state, key, detail, deps.settings)
 
 
 def _work(state: RunState, deps: PipelineDeps, resolved: RunConfig) -> None:
     """Clone, run the job's attempts in parallel, judge them with the App's own tests, publish the chosen one."""
-    gh, run_id, cancel = state.gh, state.run["run_id"], state.cancel
+    gh, run_id, cancel = state.gh, state.run_id, state.cancel
     issue = gh.get_issue(state.number)
     issue = Issue(issue.number, clean(issue.title), issue.body, issue.author, issue.state)
     repo = gh.get_repo()
@@ -202,11 +198,11 @@ def _work(state: RunState, deps: PipelineDeps, resolved: RunConfig) -> None:
             setup.trust(checkout, gitops.head(checkout))
         _not_duplicate(state, issue, repo, start)  # before the agent: no run spent on a change nobody publishes
         _check_cancel(cancel)
-        settled = _settle(state, plan, with_setup(resolved, checkout, deps.settings), setup, checkout)
+        settled = _settle(state, plan, with_setup(resolved, checkout, deps.settings), checkout)
         task = state.kind.task(state.job, gh, issue, state.status.comment_id)
         if extra := guidance(state.config, checkout):
             task = f"{task}\n\n{extra}"
-        if earlier := _builds_on(checkout, token, start):
+        if earlier := branch.builds_on(checkout, token, start, depth=execute.CLONE_DEPTH):
             task = f"{task}\n\n{earlier}"
         secrets = [*token.minted, *deps.settings.secrets]
         if state.kind.counted and deps.run_started is not None:
@@ -220,13 +216,13 @@ def _work(state: RunState, deps: PipelineDeps, resolved: RunConfig) -> None:
         _check_cancel(cancel)
         pushed = _push(state, issue, repo, checkout, diff, token, start)
         whole = _whole_diff(state, checkout, token, start, pushed)
-    link = run_link(deps.settings, chosen.candidate.run_id)
+    link, run = run_link(deps.settings, chosen.candidate.run_id), state.status.info()  # the run as the PR tells it
     # The body's warnings are about the whole PR: a run on the PR branch takes them from its whole diff.
     warned = replace(chosen.candidate, dropped=whole.dropped) if whole else chosen.candidate
     body_vars = {
-        **pr_body_vars(issue, state.run, chosen.result, diff, link),
-        "test": state.test,
-        "attempts_table": state.table,
+        **pr_body_vars(issue, run, chosen.result, diff, link),
+        "test": state.judged.test,
+        "attempts_table": state.judged.table,
         "evidence": evidence(chosen.candidate),
         "dropped": dropped_text(warned),
         "dropped_notes": dropped_notes(warned),
@@ -235,14 +231,12 @@ def _work(state: RunState, deps: PipelineDeps, resolved: RunConfig) -> None:
     }
     # A branch moved by someone during the run: the new commit is proposed as a PR into it, never forced over it.
     base = start.branch if pushed.diverted else repo.default_branch
-    title = f"{WIP_PREFIX}{issue.title}" if state.wip else issue.title
+    title = f"{WIP_PREFIX}{issue.title}" if state.judged.wip else issue.title
     state.published = open_or_update_pr(
         gh, issue=issue, base=base, body_vars=body_vars, head=pushed.branch, title=title
     )
     messages = redact(chosen.result.messages, secrets)
-    attach_trajectory(
-        gh, state.published.pr, messages, run=state.run, exit_status=chosen.result.exit_status, run_link=link
-    )
+    attach_trajectory(gh, state.published.pr, messages, run=run, exit_status=chosen.result.exit_status, run_link=link)
     state.kind.answer(state.job, gh, run_id)
 
 
@@ -258,20 +252,24 @@ def _all_removed(removals: Removals) -> Iterator[None]:
 def _judged(state: RunState, judgement: Judgement, settings: Settings) -> Attempt:
     """What the run learns from the judgement (the one place RunState takes it): the attempt to publish, or the
     job's ending raised (a stopped job's, before anything else is taken)."""
-    state.candidates = judgement.candidates
+    candidates = tuple(judgement.candidates)
+    state.judged = Judged(candidates)  # a stopped job's statistics still count its attempts
     _check_cancel(state.cancel)
+    table = ""
     if state.count > 1:
         links = {run.candidate.index: run_link(settings, run.candidate.run_id) if run.trajectory else None
                  for run in judgement.attempts}  # fmt: skip
-        state.table = attempts_table(judgement.choice, judgement.candidates, links)
-    state.run["exit_status"], state.wip = judgement.exit_status, judgement.wip
+        table = attempts_table(judgement.choice, judgement.candidates, links)
+    state.status.say(Said("exit_status", judgement.exit_status))
     chosen = judgement.chosen
     if chosen is None:
-        state.result = judgement.attempts[0].result if state.count == 1 else None
-        state.paths = list(judgement.refused)
+        result = judgement.attempts[0].result if state.count == 1 else None
+        state.judged = Judged(candidates, table, judgement.wip, result, judgement.refused)
         assert judgement.failure is not None
         raise judgement.failure
-    state.result, state.test, state.link_run_id = chosen.result, judgement.test, chosen.candidate.run_id
+    state.judged = Judged(
+        candidates, table, judgement.wip, chosen.result, test=judgement.test, link_run_id=chosen.candidate.run_id
+    )
     return chosen
 
 
@@ -280,7 +278,7 @@ def _repo_setup(state: RunState, deps: PipelineDeps, repo: RepoInfo) -> RepoSetu
     the PR."""
 
     def said(summary: str) -> None:
-        state.run["setup"] = summary  # the status comment's next edit shows it
+        state.status.say(Said("setup", summary))  # the status comment's next edit shows it
 
     options = deps.setup or SetupOptions.from_settings(deps.settings)
     return RepoSetup(cache_owner(state.job.repo, repo.id), options, on_report=said)
@@ -290,15 +288,17 @@ def _push(
     state: RunState, issue: Issue, repo: RepoInfo, checkout: Path, diff: str, token: FreshToken, start: branch.Start
 ) -> branch.Pushed:
     """Commit and push the chosen change, unless another open PR already fixes the issue (then say so)."""
-    if state.wip:
-        state.run.setdefault("notes", []).append(wip_note(state.wip))
+    if state.judged.wip:
+        state.status.say(note(wip_note(state.judged.wip)))
     _not_duplicate(state, issue, repo, start)  # again: a writer may have opened one during the run
     if ended := state.kind.recheck(state.job, state.gh):  # never pushed to (or reopening) a closed or merged PR
-        state.run["stop_reason"] = ended
+        state.status.say(Said("stop_reason", ended))
         raise RunFailed(Outcome.PR_ENDED, ended)
-    return push_change(
-        state.gh, checkout, diff, issue=issue, run=state.run, token=token, start=start, kind=state.job.kind
+    pushed = push_change(
+        state.gh, checkout, diff, issue=issue, run_id=state.run_id, token=token, start=start, kind=state.job.kind
     )
+    state.status.say(*map(note, push_notes(pushed, start, issue.number)))
+    return pushed
 
 
 def _whole_diff(
@@ -319,9 +319,11 @@ def _whole_diff(
         )
     except (gitops.GitError, OSError) as exc:
         log.warning("whole_diff_not_checked", error=str(exc))
-        state.run.setdefault("notes", []).append(
-            f"mini-fix could not compare the whole pull request with `{start.default_branch}`, so the warnings "
-            "here are about this run's change only: check the earlier commits for dropped tests yourself."
+        state.status.say(
+            note(
+                f"mini-fix could not compare the whole pull request with `{start.default_branch}`, so the warnings "
+                "here are about this run's change only: check the earlier commits for dropped tests yourself."
+            )
         )
         return None
 
@@ -329,7 +331,7 @@ def _whole_diff(
 def _not_duplicate(state: RunState, issue: Issue, repo: RepoInfo, start: branch.Start) -> None:
     """End the job when another open PR, by a writer or from the repository itself, already fixes the issue."""
     if other := duplicate_pr(state.gh, number=issue.number, repo=repo.full_name, branch=start.branch):
-        state.run.setdefault("notes", []).append(f"Already fixed by the open pull request {other.url}.")
+        state.status.say(note(f"Already fixed by the open pull request {other.url}."))
         raise RunFailed(Outcome.DUPLICATE_PR, f"#{other.number} {other.url}")
 
 
@@ -343,28 +345,16 @@ def _start(state: RunState, repo: RepoInfo, checkout: Path, token: FreshToken, d
     return start
 
 
-def _builds_on(checkout: Path, token: FreshToken, start: branch.Start) -> str:
-    """What the run builds on, for its task; a fetch that fails leaves it out rather than end the run."""
-    try:
-        return branch.builds_on(checkout, token, start, depth=execute.CLONE_DEPTH)
-    except gitops.GitError as exc:
-        log.warning("builds_on_unknown", error=str(exc))
-        return ""
-
-
-def _settle(
-    state: RunState, plan: AttemptPlan, resolved: tuple[RunConfig, SetupPlan], setup: RepoSetup, checkout: Path
-) -> AttemptPlan:
+def _settle(state: RunState, plan: AttemptPlan, resolved: tuple[RunConfig, SetupPlan], checkout: Path) -> AttemptPlan:
     """The plan once the clone settled the setup (the repository's, else inferred from the clone, with the proxy's
     network) and the test command (configured, else inferred); the status comment says which of each and why."""
     config, found = resolved
-    setup.tolerant = found.inferred  # the repository never asked for it: its failure does not end the run
     if found.commands:
-        state.run["setup_from"] = found.describe()
+        state.status.say(Said("setup_from", found.describe()))
     tested = infer.resolve(config.repo, checkout)
     state.config, testing = tested
     command = f"`{testing.command}`" if testing.command else "none"
-    state.run["tests"] = f"{command} ({testing.why})"  # the status comment's next edit shows it
+    state.status.say(Said("tests", f"{command} ({testing.why})"))  # the status comment's next edit shows it
     return plan.settled(config, tested)
 
 

@@ -7,13 +7,14 @@ agent config file. The precedence is written here only; docs/configuration.md's 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 from pydantic import SecretStr
 
 from bot.agent import profiles
-from bot.agent.config import MiniFixAgentConfig, ModelConfig
+from bot.agent.config import DEFAULT_CONFIG_PATH, MiniFixAgentConfig, ModelConfig, load_config, load_specs
 from bot.pipeline.ceilings import clamp
 from bot.pipeline.change import ChangeCaps
 from bot.repo_config import devcontainer as devcontainers
@@ -37,7 +38,7 @@ class Flags:
     model: str | None = None
     api_base: str | None = None
     image: str | None = None
-    """The sandbox image, over the repository's and the deployment's."""
+    """The sandbox image, over the repository's (a task's, in eval), the file's and the deployment's."""
     attempts: int | None = None
 
 
@@ -65,6 +66,9 @@ class RunConfig:
     job_seconds: float = 0
     """The job's wall time over all its attempts (MINIFIX_MAX_WALL_TIME); 0: none (eval)."""
     notes: tuple[str, ...] = ()
+    setup_inferred: bool = False
+    """The setup was inferred from the build files (`with_setup`): the repository never asked for it, so its
+    failure is reported and the run goes on without it."""
 
     @property
     def profile(self) -> str:
@@ -107,12 +111,21 @@ def resolve(
     )
 
 
+def agent_file(settings: Settings, specs: Sequence[str] = ()) -> MiniFixAgentConfig:
+    """The agent config file: mini-swe-agent's `-c` (the specs, files or `key.path=value`, merged in order) in place
+    of ours; without any, MINIFIX_AGENT_CONFIG, else `prompts/agent.yaml`. A model's profile is chosen in `resolve`."""
+    if specs:
+        return load_specs(list(specs))
+    return load_config(settings.agent_config or DEFAULT_CONFIG_PATH)
+
+
 def _agent(settings: Settings, file: MiniFixAgentConfig, repo: RepoConfig, flags: Flags) -> MiniFixAgentConfig:
     """-c's config as given, else the model's profile (MINIFIX_MODEL_PROFILES), else the file; then the limits:
     the repository's, the deployment's, the file's."""
     if not flags.config:
         name = flags.model or repo.model or file.model.model_name or settings.model
-        file = profiles.resolve(name, settings.model_profiles, file)
+        profile = profiles.profile_for(name, settings.model_profiles)
+        file = file if profile is None else profiles.load_profile(profile)
     limits = repo.limits
     own = file.agent
     agent = own.model_copy(
@@ -141,11 +154,15 @@ def _model(settings: Settings, agent: MiniFixAgentConfig, flags: Flags) -> Model
 def _sandbox(
     settings: Settings, agent: MiniFixAgentConfig, repo: RepoConfig, flags: Flags, networked: bool
 ) -> SandboxConfig:
-    """The deployment's container resized by the repository, outliving the agent's wall time; the image: the flag,
-    the repository's (already in `agent`), the file's `environment.image`, the deployment's."""
-    limits = repo.limits
+    """The deployment's container resized by the repository, outliving the agent's wall time; the file's
+    `environment:` (working directory, variables, action timeout); the image: the flag, the repository's (already in
+    `agent`), the file's `environment.image`, the deployment's."""
+    limits, env = repo.limits, agent.environment
     base = SandboxConfig(
-        image=settings.sandbox_image,
+        image=flags.image or env.image or settings.sandbox_image,
+        cwd=env.cwd,
+        env=dict(env.env),
+        timeout=env.timeout,
         memory=limits.memory or settings.sandbox_memory,
         cpus=limits.cpus or settings.sandbox_cpus,
         disk=limits.disk or settings.sandbox_disk,
@@ -160,19 +177,26 @@ def _sandbox(
     )
     if (wall := agent.agent.wall_time_limit_seconds) > 0:
         base = base.model_copy(update={"wall_time_seconds": max(base.wall_time_seconds, wall + SANDBOX_GRACE_SECONDS)})
-    sandbox = agent.environment.to_sandbox_config(base)
-    return sandbox.model_copy(update={"image": flags.image}) if flags.image else sandbox
+    return base
 
 
 def _attempts(settings: Settings, repo: RepoConfig, flags: Flags, ceilings: bool) -> tuple[int, str]:
     """The flag, the repository's (clamped) `attempts:`, MINIFIX_AGENT_ATTEMPTS; at least one, at most
-    MINIFIX_MAX_AGENT_ATTEMPTS, and the note saying so when lowered ('' when not)."""
+    MINIFIX_MAX_AGENT_ATTEMPTS, and the note saying so when lowered ('' when not). The operator's own tasks (eval,
+    `ceilings=False`): the flag, else one (a task's `attempts:` and the App's setting do not apply)."""
+    if not ceilings:
+        return max(1, flags.attempts or 1), ""
     asked = max(1, flags.attempts or repo.attempts or settings.agent_attempts)
     top = max(1, settings.max_agent_attempts)
-    if asked <= top or not ceilings:
+    if asked <= top:
         return asked, ""
     source = f"--attempts {asked}" if flags.attempts else f"MINIFIX_AGENT_ATTEMPTS={asked}"
     return top, f"`{source}` {ATTEMPTS_CEILING}; used {top}"
+
+
+def sandbox_limit(settings: Settings) -> int:
+    """Attempt sandboxes one worker process runs at once: MINIFIX_MAX_SANDBOXES, else one per slot and attempt."""
+    return settings.max_sandboxes or max(1, settings.workers) * max(1, settings.agent_attempts)
 
 
 def effective_label(settings: Settings, config: RepoConfig) -> str:
@@ -194,4 +218,4 @@ def with_setup(resolved: RunConfig, checkout: Path, settings: Settings) -> tuple
     if not plan.inferred:
         return resolved, plan
     sandbox = resolved.sandbox.model_copy(update={"network": True})
-    return replace(resolved, repo=repo, setup_network=True, sandbox=sandbox), plan
+    return replace(resolved, repo=repo, setup_network=True, setup_inferred=True, sandbox=sandbox), plan

@@ -12,8 +12,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from bot import metrics
-from bot.agent.config import DEFAULT_CONFIG_PATH, MiniFixAgentConfig, ModelConfig, load_config, load_specs
+from bot.agent.config import MiniFixAgentConfig, ModelConfig
 from bot.agent.model_base import Model
+from bot.pipeline import runconfig
 from bot.settings import Settings
 from sandbox.base import Sandbox, SandboxConfig
 
@@ -51,11 +52,8 @@ class Runtime:
         return start
 
     def agent_file(self, specs: Sequence[str] = ()) -> MiniFixAgentConfig:
-        """mini-swe-agent's `-c`: the specs (files or `key.path=value`) merged in order replace our file; without
-        any, MINIFIX_AGENT_CONFIG, else `prompts/agent.yaml` (a model's profile is chosen later, by runconfig)."""
-        if specs:
-            return load_specs(list(specs))
-        return load_config(self.settings.agent_config or DEFAULT_CONFIG_PATH)
+        """The agent config file for this deployment and `-c`'s specs (which wins: `runconfig.agent_file`)."""
+        return runconfig.agent_file(self.settings, specs)
 
 
 def print_ignored(config: MiniFixAgentConfig) -> None:

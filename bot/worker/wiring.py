@@ -25,6 +25,7 @@ from bot.pipeline.capacity import SandboxSlots
 from bot.pipeline.deps import PipelineDeps
 from bot.pipeline.publish.outbound import redacting
 from bot.pipeline.run import run_pipeline
+from bot.pipeline.runconfig import sandbox_limit
 from bot.pipeline.runtime import Runtime
 from bot.pipeline.task.asks import AskLedger
 from bot.pipeline.task.followup import IssueJobs
@@ -132,11 +133,6 @@ def _mark_ran(ledger: Ledger, job: Job) -> None:
     """`Ledger.mark_ran` for the worker holding `job`."""
     if job.worker_id is not None and not ledger.mark_ran(job.id, job.worker_id):
         log.warning("run_not_marked", job_id=job.id, detail="the job is no longer held by this worker")
-
-
-def sandbox_limit(settings: Settings) -> int:
-    """Attempt sandboxes this worker process runs at once: MINIFIX_MAX_SANDBOXES, else one per slot and attempt."""
-    return settings.max_sandboxes or max(1, settings.workers) * max(1, settings.agent_attempts)
 
 
 def remove_stale_containers(job: Job, deployment: str) -> None:

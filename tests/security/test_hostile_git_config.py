@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from bot.cli.local_run import check_checkout, own_checkout
+from bot.cli.local_run import check_checkout
 from bot.eval.history import scan
-from bot.pipeline.git.hostgit import base_checkout, diff
+from bot.pipeline.git.hostgit import base_checkout, diff, head_checkout
 
 # Each key → a program that leaves a marker named after the key. {p} is the program's path.
 PROGRAM_KEYS = (
@@ -129,7 +129,7 @@ def test_eval_mine_and_checkouts_run_none_of_the_repositorys_programs(
     head = base_checkout(str(repo), found[0].sha, tmp_path / "base")
     assert head == found[0].sha and (tmp_path / "base" / "calc.py").read_text() == "x = 2\n"
     assert check_checkout(repo) is None
-    own = own_checkout(repo, tmp_path / "own")
+    own = head_checkout(repo, tmp_path / "own")
     assert (own / "calc.py").read_text() == "x = 2\n"
     assert "hooks-bait" not in (own / ".git" / "config").read_text()
     assert sorted(p.name for p in marks.iterdir()) == []

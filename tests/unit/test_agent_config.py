@@ -12,12 +12,10 @@ from bot.agent.config import (
     ACTION_REGEX,
     DEFAULT_CONFIG_PATH,
     AgentConfigError,
-    EnvironmentConfig,
     load_config,
     load_specs,
     spec_to_dict,
 )
-from sandbox.base import SandboxConfig
 
 
 def _upstream_configs() -> Path:
@@ -117,19 +115,6 @@ def test_overrides_are_deep_merged_over_the_file() -> None:
 def test_wrong_types_are_errors() -> None:
     with pytest.raises(AgentConfigError, match=r"agent\.step_limit: Input should be a valid integer"):
         load_config(overrides={"agent": {"step_limit": "many"}})
-
-
-def test_environment_maps_onto_the_sandbox_config() -> None:
-    base = SandboxConfig(image="deploy-default:1", memory="4g")
-    sandbox = EnvironmentConfig(env={"A": "b"}, timeout=30).to_sandbox_config(base)
-    assert (sandbox.image, sandbox.memory, sandbox.timeout, sandbox.env, sandbox.cwd) == (
-        "deploy-default:1",
-        "4g",
-        30,
-        {"A": "b"},
-        "/testbed",
-    )
-    assert EnvironmentConfig(image="custom:2").to_sandbox_config(base).image == "custom:2"
 
 
 def test_default_path_is_the_repository_prompt_file() -> None:

@@ -29,12 +29,13 @@ def test_the_shipped_profiles_are_one_text_and_one_tool_call_config() -> None:
     assert toolcall.agent.step_limit > text.agent.step_limit and "stop" not in toolcall.model.model_kwargs
 
 
-def test_the_first_matching_glob_picks_the_profile() -> None:
+def test_the_first_matching_glob_picks_the_profile(tmp_path: Path) -> None:
     assert profiles.profile_for("hosted_vllm/Qwen2.5-Coder-1.5B-Instruct", TABLE) == "text"
     assert profiles.profile_for("hosted_vllm/minimax-m2", TABLE) == "toolcall"
     assert profiles.profile_for("openai/gpt-4o", TABLE) is None
     default = load_config()
-    assert profiles.resolve("openai/gpt-4o", TABLE, default) is default
+    unmatched = resolve(settings(tmp_path, model="openai/gpt-4o", model_profiles=TABLE), default, RepoConfig())
+    assert unmatched.agent.model_dump(exclude={"agent"}) == default.model_dump(exclude={"agent"})  # the file itself
 
 
 @pytest.mark.parametrize("table", ["no-equals-sign", "=toolcall", "x/*=nonexistent-profile"])
@@ -46,7 +47,8 @@ def test_a_bad_table_is_refused_at_startup(tmp_path: Path, table: str) -> None:
 def test_a_profile_may_be_a_config_file(tmp_path: Path) -> None:
     path = tmp_path / "mine.yaml"
     path.write_text(DEFAULT_CONFIG_PATH.read_text().replace("step_limit: 50", "step_limit: 7"))
-    resolved = profiles.resolve("hosted_vllm/x", f"hosted_vllm/*={path}", load_config())
+    deployment = settings(tmp_path, model="hosted_vllm/x", model_profiles=f"hosted_vllm/*={path}")
+    resolved = resolve(deployment, load_config(), RepoConfig()).agent
     assert (resolved.profile, resolved.agent.step_limit) == ("mine", 7)
 
 

@@ -21,10 +21,10 @@ from bot.jobs import CancelSignal, JobKind, JobStatus
 from bot.ledger.sqlite.ledger import SqliteLedger
 from bot.pipeline.capacity import SandboxSlots
 from bot.pipeline.deps import PipelineDeps
+from bot.pipeline.runconfig import sandbox_limit
 from bot.queue.dispatch import build_queue
 from bot.settings import Settings
 from bot.web.app import create_app
-from bot.worker.wiring import sandbox_limit
 from sandbox.base import Sandbox, SandboxConfig
 from tests.support.fake_github import FakeGitHub
 from tests.support.fake_github_config import commit_files

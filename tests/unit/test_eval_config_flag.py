@@ -48,3 +48,15 @@ def test_evals_attempts_are_decided_in_the_run_configuration_never_by_the_deploy
     task = EvalTask(instance_id="t", repo="o/r", base_commit="0" * 40, problem_statement="x", git=str(tmp_path))
     assert ctx.run_config(task).attempts == 1  # no --attempts: one, whatever MINIFIX_AGENT_ATTEMPTS says
     assert ctx.run_config(task, attempts=4).attempts == 4 and ctx.run_config(task).model == ctx.model_config
+
+
+def test_eval_image_is_over_a_tasks_own_as_in_run(tmp_path: Path) -> None:
+    request, settings = context(["--image", "flag:1"], tmp_path)
+    ctx = eval_context(request, settings.model_copy(update={"allowed_images": ["*"]}))
+    task = EvalTask(
+        instance_id="t", repo="o/r", base_commit="0" * 40, problem_statement="x", git=str(tmp_path), image="task:1"
+    )
+    assert ctx.run_config(task).sandbox.image == "flag:1"
+    plain = eval_context(context([], tmp_path)[0], settings)
+    assert plain.run_config(task).sandbox.image == "task:1"
+    assert "--image" in cli._run_parser().format_help() and cli.USAGE

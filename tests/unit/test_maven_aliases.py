@@ -39,10 +39,12 @@ TRIXIE = {
 }
 
 
-@pytest.fixture
-def aliases(tmp_path: Path) -> Path:
-    debian = _debian_repo(tmp_path / "debian", TRIXIE)
-    out = tmp_path / "aliases"
+@pytest.fixture(scope="module")
+def aliases(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The script's output, made once for the module (each test only reads it); the fake repository beside it."""
+    root = tmp_path_factory.mktemp("maven")
+    debian = _debian_repo(root / "debian", TRIXIE)
+    out = root / "aliases"
     subprocess.run(["sh", str(SCRIPT), str(out), str(ALIASES), str(debian)], check=True, capture_output=True)
     return out
 
@@ -81,7 +83,7 @@ def test_the_junit_bom_manages_debians_junit5_artifacts(aliases: Path, version: 
     assert managed == {name: TRIXIE[name] for name in TRIXIE if name.startswith("org.junit.")}
 
 
-def test_plexus_utils_1_1_is_debians_jar(aliases: Path, tmp_path: Path) -> None:
+def test_plexus_utils_1_1_is_debians_jar(aliases: Path) -> None:
     jar = aliases / "org/codehaus/plexus/plexus-utils/1.1/plexus-utils-1.1.jar"
-    assert jar.resolve() == (tmp_path / "debian/org/codehaus/plexus/plexus-utils/3.4.2/plexus-utils-3.4.2.jar")
+    assert jar.resolve() == (aliases.parent / "debian/org/codehaus/plexus/plexus-utils/3.4.2/plexus-utils-3.4.2.jar")
     assert jar.read_bytes() == b"jar"

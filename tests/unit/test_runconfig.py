@@ -9,6 +9,7 @@ import pytest
 
 from bot.agent.config import DEFAULT_CONFIG_PATH, MiniFixAgentConfig, load_config, load_specs
 from bot.pipeline.runconfig import Flags, ci_limit, effective_label, resolve, with_setup
+from bot.pipeline.runconfig import agent_file as file_for
 from bot.repo_config.devcontainer import Devcontainer
 from bot.repo_config.schema import Limits, RepoConfig
 from bot.settings import Settings
@@ -74,6 +75,29 @@ def test_the_image_comes_from_the_flag_the_repository_the_file_then_the_deployme
     assert resolve(deployment, FILE, RepoConfig()).sandbox.image == "deploy:1"
 
 
+def test_the_files_environment_maps_onto_the_deployments_sandbox(tmp_path: Path) -> None:
+    deployment = settings(tmp_path, sandbox_image="deploy-default:1", sandbox_memory="4g")
+    sandbox = resolve(deployment, agent_file(environment={"env.A": "b", "timeout": 30}), RepoConfig()).sandbox
+    assert (sandbox.image, sandbox.memory, sandbox.timeout, sandbox.env["A"], sandbox.cwd) == (
+        "deploy-default:1",
+        "4g",
+        30,
+        "b",
+        "/testbed",
+    )
+    assert sandbox.env == {**FILE.environment.env, "A": "b"}  # the file's variables, all of them
+    assert resolve(deployment, agent_file(environment={"image": "custom:2"}), RepoConfig()).sandbox.image == "custom:2"
+
+
+def test_the_agent_config_file_is_c_then_the_deployments_then_ours(tmp_path: Path) -> None:
+    mine = tmp_path / "mine.yaml"
+    mine.write_text(DEFAULT_CONFIG_PATH.read_text().replace("step_limit: 50", "step_limit: 9"))
+    deployment = settings(tmp_path, agent_config=mine)
+    assert file_for(deployment, [str(DEFAULT_CONFIG_PATH), "agent.step_limit=3"]).agent.step_limit == 3
+    assert file_for(deployment).agent.step_limit == 9
+    assert file_for(settings(tmp_path)).agent.step_limit == 50
+
+
 def test_the_model_comes_from_the_flag_the_repository_the_file_then_the_deployment(tmp_path: Path) -> None:
     deployment = settings(tmp_path, model="hosted_vllm/deploy")
     named = agent_file(model={"model_name": "hosted_vllm/file"})
@@ -97,6 +121,12 @@ def test_attempts_come_from_the_flag_the_repository_then_the_deployment(tmp_path
     assert resolve(deployment, FILE, RepoConfig(attempts=3), Flags(attempts=4)).attempts == 4
     assert resolve(deployment, FILE, RepoConfig(attempts=3)).attempts == 3
     assert resolve(deployment, FILE, RepoConfig()).attempts == 2
+
+
+def test_the_operators_own_tasks_make_the_flags_attempts_else_one(tmp_path: Path) -> None:
+    deployment = settings(tmp_path, agent_attempts=2, max_agent_attempts=5)
+    assert resolve(deployment, FILE, RepoConfig(attempts=3), ceilings=False).attempts == 1
+    assert resolve(deployment, FILE, RepoConfig(attempts=3), Flags(attempts=7), ceilings=False).attempts == 7
 
 
 def test_a_setup_gets_a_network_only_where_the_repository_asks_and_the_operator_allows(tmp_path: Path) -> None:

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import re
 import threading
+from pathlib import Path
 
 from bot.jobs import Outcome, RunInfo
+from bot.pipeline.publish.events import Said, fold, note
 from bot.pipeline.publish.status import StatusComment
 from bot.render import outcome
 
@@ -119,3 +122,24 @@ def test_the_starting_comment_names_the_model_and_its_profile() -> None:
     gh = CountingComments()
     StatusComment(gh, 3, RUN, lambda: 0.0).start()  # type: ignore[arg-type]
     assert "(model `m`)" in gh.bodies[0] and "profile" not in gh.bodies[0]
+
+
+def test_what_the_run_learns_arrives_as_events_and_every_render_folds_them() -> None:
+    gh = CountingComments()
+    status = StatusComment(gh, 3, RUN, lambda: 0.0)  # type: ignore[arg-type]
+    status.say(Said("tests", "`pytest` (configured)"), note("first"), Said("setup", "ran in 3 s"))
+    status.say(note("second"), Said("setup", "restored from cache in 1 s"))  # the latest value wins
+    status.start()
+    body = gh.bodies[-1]
+    assert "`pytest` (configured)" in body and "restored from cache in 1 s" in body and "ran in 3 s" not in body
+    assert status.info()["notes"] == ["first", "second"] and status.events[0] == Said("tests", "`pytest` (configured)")
+    assert RUN == {"run_id": "run-1", "model": "m", "requester": "alice", "retry": False, "exit_status": ""}
+    assert "notes" not in fold(RUN, [Said("exit_status", "submitted")])  # no notes, no key: as the templates expect
+
+
+def test_no_pipeline_module_writes_into_the_runs_dict() -> None:
+    """The status comment's words come from events only: nothing in bot/pipeline assigns into a RunInfo."""
+    root = Path(__file__).resolve().parents[2] / "bot" / "pipeline"
+    written = re.compile(r"""\brun\[["'][a-z_]+["']\]\s*=|setdefault\(\s*["']notes["']""")
+    offenders = [str(p) for p in root.rglob("*.py") if written.search(p.read_text())]
+    assert offenders == []

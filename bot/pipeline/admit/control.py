@@ -7,16 +7,20 @@ from collections.abc import Callable
 import structlog
 
 from bot.github.gateway import GitHubGateway, can_write
-from bot.jobs import Job, JobKind, JobOutcome, JobStatus
+from bot.jobs import Job, JobKind, JobOutcome, JobStatus, Outcome
 from bot.ledger import quota_notes
+from bot.pipeline.errors import RunFailed
 from bot.render import render
 
 StopRuns = Callable[[str, int, str], list[Job]]  # (repo, issue, reason) -> the jobs stopped (Ledger.cancel)
 log = structlog.get_logger(__name__)
 
 
-def run_control(job: Job, gh: GitHubGateway, number: int, stop_runs: StopRuns, label: str) -> JobOutcome:
-    """Refuse a non-writer politely; otherwise 👀 on the comment, then reply (help) or cancel the run (stop)."""
+def run_control(job: Job, gh: GitHubGateway, number: int, stop_runs: StopRuns | None, label: str) -> JobOutcome:
+    """Refuse a non-writer politely; otherwise 👀 on the comment, then reply (help) or cancel the run (stop). A
+    worker built without a ledger (`stop_runs` None) runs no control job."""
+    if stop_runs is None:
+        raise RunFailed(Outcome.AGENT_CRASHED, "this worker was built without a ledger to stop runs with")
     role = gh.permission(job.requester)
     if not can_write(role):
         body = render("command_denied.md", requester=job.requester, role=role, command=job.kind.value)

@@ -174,7 +174,13 @@ class Attempts:
         try:
             model = execute.TimedModel(plan.make_model(model_for(plan.model, candidate.temperature)))
             with execute.closed_on_cancel(sandbox, plan.budget.stop):
-                excludes = execute.run_setup(sandbox, plan.config.setup, networked=plan.networked, checkout=checkout)
+                excludes = execute.run_setup(
+                    sandbox,
+                    plan.config.setup,
+                    networked=plan.networked,
+                    checkout=checkout,
+                    tolerant=plan.setup_tolerant,
+                )
                 attempt.result = execute.run_agent(
                     model,
                     sandbox,

@@ -292,7 +292,7 @@ class Offline(Protocol):
         ...
 
 
-def run_setup(sandbox: Sandbox, commands: list[str], *, networked: bool, checkout: Path) -> str:
+def run_setup(sandbox: Sandbox, commands: list[str], *, networked: bool, checkout: Path, tolerant: bool = False) -> str:
     """Run the repository's setup commands in order (or restore their cached result), lay the commit's files
     back, then cut the network; a failing command, or a setup past its time limit, ends the run.
 
@@ -304,14 +304,15 @@ def run_setup(sandbox: Sandbox, commands: list[str], *, networked: bool, checkou
     Returns exclude patterns for what setup left untracked (a virtualenv, node_modules), for the host's diff:
     a listing from the sandbox can only keep files out of the change, never put any in. A restored result leaves
     the same files, so the same patterns. The repository's setup (time limit, cache) rides on the sandbox
-    (`setup_cache.RepoSetup.bind`); a bare sandbox gets SETUP_TIMEOUT and no cache."""
+    (`setup_cache.RepoSetup.bind`); a bare sandbox gets SETUP_TIMEOUT and no cache. `tolerant`: an inferred setup
+    (the plan says so, `RunConfig.setup_inferred`), whose failure is reported and the run goes on."""
     setup, copied = setup_of(sandbox)
     excludes = ""
     with sandbox_errors():
         if commands:
             lookup = setup.lookup(sandbox, commands, networked, copied) if setup else None
             if lookup is None or not lookup.restored:
-                _setup_now(sandbox, commands, setup, lookup)
+                _setup_now(sandbox, commands, setup, lookup, tolerant=tolerant)
             sandbox.copy_in(checkout)  # the commit's files as committed, whatever setup or a restore wrote
             excludes = setup_excludes(sandbox.execute(LIST_SETUP_OUTPUT).output)
             sandbox.execute(EXCLUDE_SETUP_OUTPUT)
@@ -322,16 +323,18 @@ def run_setup(sandbox: Sandbox, commands: list[str], *, networked: bool, checkou
     return excludes
 
 
-def _setup_now(sandbox: Sandbox, commands: list[str], setup: RepoSetup | None, lookup: Lookup | None) -> None:
+def _setup_now(
+    sandbox: Sandbox, commands: list[str], setup: RepoSetup | None, lookup: Lookup | None, *, tolerant: bool
+) -> None:
     """Run the setup commands and store their result; an inferred setup (`tolerant`) that fails is reported and
     the run goes on (its checks then say the tests could not run), and is not run again in the job's sandboxes."""
-    if setup and setup.tolerant and setup.failure:
+    if setup and tolerant and setup.failure:
         return
     started = time.monotonic()
     try:
         _run_commands(sandbox, commands, setup.options.timeout if setup else SETUP_TIMEOUT)
     except RunFailed as exc:
-        if not (setup and setup.tolerant):
+        if not (setup and tolerant):
             raise
         sandbox.end_processes()
         setup.failed(time.monotonic() - started, exc.detail)

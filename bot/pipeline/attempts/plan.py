@@ -96,6 +96,7 @@ class AttemptPlan:
     testing: dict[str, str] = field(default_factory=dict)  # the test command and how to run one test, for the task
     caps: ChangeCaps = field(default_factory=ChangeCaps)  # what a tree may cost the worker before it is diffed
     parallel: int = 0  # at most this many attempts at once, in attempt order (0: all; eval's --attempt-workers)
+    setup_tolerant: bool = False  # an inferred setup (`RunConfig.setup_inferred`): its failure does not end the run
 
     @classmethod
     def of(
@@ -132,6 +133,7 @@ class AttemptPlan:
             make_model=make_model,
             config=resolved.repo,
             networked=resolved.setup_network,
+            setup_tolerant=resolved.setup_inferred,
             max_export_bytes=resolved.max_export_bytes,
             trajectory_path=trajectory_path,
             meta=meta,
@@ -156,5 +158,6 @@ class AttemptPlan:
             sandbox_config=resolved.sandbox,
             config=config,
             networked=resolved.setup_network,
+            setup_tolerant=resolved.setup_inferred,
             testing=testing.template_vars(),
         )

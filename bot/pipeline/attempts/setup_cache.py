@@ -104,7 +104,6 @@ class RepoSetup:
     repo: str
     options: SetupOptions
     on_report: Callable[[str], None] = lambda _summary: None
-    tolerant: bool = False  # an inferred setup: its failure is reported and the run goes on without it
     trust_clean_trees: bool = False  # the operator's own trees (`mini-fix run`, eval): any clean checkout may store
     _trusted: dict[Path, str] = field(default_factory=dict)  # checkout -> the commit it was trusted at
     _ran: list[float] = field(default_factory=list)

@@ -40,6 +40,7 @@ class Checks:
     cancel: threading.Event
     slots: SandboxSlots | None = None  # the worker's (None: no bound)
     removals: Removals | None = None  # the job's background removals (None: each sandbox removed at once)
+    setup_tolerant: bool = False  # an inferred setup (the plan's): its failure is reported, the checks go on
 
     @classmethod
     def of(cls, plan: AttemptPlan, checkout: Path, workdir: Path) -> Checks:
@@ -47,7 +48,7 @@ class Checks:
         config, run id, stop and slots, on the base `checkout` the attempts got."""
         return cls(
             checkout, plan.factory, plan.sandbox_config, plan.config, plan.run_id, workdir, plan.budget.cancel,
-            plan.slots, plan.removals,
+            plan.slots, plan.removals, plan.setup_tolerant,
         )  # fmt: skip
 
 
@@ -103,6 +104,7 @@ def judge(
         cancel=checks.cancel,
         slots=checks.slots,
         removals=checks.removals,
+        setup_tolerant=checks.setup_tolerant,
     )
     judged = tuple(
         replace(run, candidate=c.judged(verdicts.get(c.index))) for run, c in zip(runs, refused, strict=True)

@@ -53,9 +53,18 @@ class Prepared:
     excludes: str
 
 
-def prepare(factory: SandboxFactory, config: SandboxConfig, run_id: str, checkout: Path, repo: RepoConfig) -> Prepared:
-    """A fresh sandbox holding `checkout`, the repository's setup run (with the network `config` gives it); the
-    caller removes it. SetupFailed (the sandbox already removed) when it cannot be made."""
+def prepare(
+    factory: SandboxFactory,
+    config: SandboxConfig,
+    run_id: str,
+    checkout: Path,
+    repo: RepoConfig,
+    *,
+    tolerant: bool = False,
+) -> Prepared:
+    """A fresh sandbox holding `checkout`, the repository's setup run (with the network `config` gives it; an
+    inferred one `tolerant`: `execute.run_setup`); the caller removes it. SetupFailed (the sandbox already removed)
+    when it cannot be made."""
     try:
         sandbox = factory(config, run_id)
     except SandboxError as exc:
@@ -63,7 +72,7 @@ def prepare(factory: SandboxFactory, config: SandboxConfig, run_id: str, checkou
     try:
         try:
             sandbox.copy_in(checkout)
-            excludes = run_setup(sandbox, repo.setup, networked=config.network, checkout=checkout)
+            excludes = run_setup(sandbox, repo.setup, networked=config.network, checkout=checkout, tolerant=tolerant)
         except (SandboxError, RunFailed) as exc:
             raise SetupFailed(f"setup: {exc}") from exc
     except BaseException:

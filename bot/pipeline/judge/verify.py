@@ -87,14 +87,16 @@ def verify(
     cancel: threading.Event,
     slots: SandboxSlots | None = None,
     removals: Removals | None = None,
+    setup_tolerant: bool = False,
 ) -> dict[int, Verdict]:
     """Each acceptable candidate's verdict (`test`, `reproduction`, `dropped`, `cross`) by attempt index, from fresh
     sandboxes, the candidates at once within `slots` (None: no bound); never raises for a candidate's problem: its
     `detail` or `test` says what went wrong."""
     with tempfile.TemporaryDirectory(prefix="verify-", dir=workdir) as tmp:
         bench = _Bench(
-            checkout, factory, sandbox_config, repo, run_id, Path(tmp), cancel, slots or SandboxSlots(0), removals
-        )
+            checkout, factory, sandbox_config, repo, run_id, Path(tmp), cancel, slots or SandboxSlots(0), removals,
+            setup_tolerant,
+        )  # fmt: skip
         built = [bench.build(c) for c in candidates if c.acceptable]
         ready = [b for b in built if b.after is not None]
         _each(ready, bench.own, bench.crashed)
@@ -131,6 +133,7 @@ class _Bench:
     cancel: threading.Event
     slots: SandboxSlots  # the worker's; each sandbox here holds one while it lives
     removals: Removals | None = None  # the job's background removals (None: each sandbox removed at once)
+    tolerant: bool = False  # an inferred setup: its failure does not end the check (the tests then cannot run)
 
     def build(self, c: Candidate) -> _Built:
         """The candidate's after-tree and test files; with no tree (the reason recorded) when its change won't
@@ -262,7 +265,9 @@ class _Bench:
         # With no setup to run on the base commit first, the tree (a clone, .git and all) is copied in at once.
         base = self.checkout if self.repo.setup else tree
         try:
-            ready = prepare(self.factory, self.config, f"{self.run_id}-verify-{what}", base, self.repo)
+            ready = prepare(
+                self.factory, self.config, f"{self.run_id}-verify-{what}", base, self.repo, tolerant=self.tolerant
+            )
         except BaseException as exc:
             self.slots.give()
             if isinstance(exc, (SetupFailed, SandboxError, RunFailed)):

@@ -7,10 +7,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+import structlog
+
 from bot.github.gateway import BotIdentity, RepoInfo
 from bot.jobs import Job, JobKind
 from bot.pipeline.git import gitops
 from bot.pipeline.task.issue import cap, clean
+
+log = structlog.get_logger(__name__)
 
 MAX_SUBJECTS = 20
 MAX_BUILDS_ON_CHARS = 3_000
@@ -48,12 +52,17 @@ def plan_start(job: Job, repo: RepoInfo, number: int, token: gitops.Token) -> St
 
 def builds_on(checkout: Path, token: gitops.Token, start: Start, *, depth: int) -> str:
     """For the agent's task: the earlier change on the PR branch (its commits' subjects and diff stat against the
-    default branch); empty when the job starts from the default branch."""
+    default branch); empty when the job starts from the default branch, or when git cannot tell (a fetch that fails
+    leaves it out rather than end the run)."""
     if not start.on_pr:
         return ""
-    base = gitops.fetch(checkout, token, start.default_branch, depth=depth)
-    subjects = gitops.log_subjects(checkout, base, limit=MAX_SUBJECTS)
-    stat = gitops.diff_stat(checkout, base)
+    try:
+        base = gitops.fetch(checkout, token, start.default_branch, depth=depth)
+        subjects = gitops.log_subjects(checkout, base, limit=MAX_SUBJECTS)
+        stat = gitops.diff_stat(checkout, base)
+    except gitops.GitError as exc:
+        log.warning("builds_on_unknown", error=str(exc))
+        return ""
     lines = "\n".join(f"- {cap(clean(s), 200)}" for s in subjects) or "- (no commits beyond the default branch)"
     text = (
         f"## What this run builds on\n\nThis checkout is the pull request's branch `{start.branch}`: it already holds "

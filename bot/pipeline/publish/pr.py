@@ -34,7 +34,7 @@ def push_change(
     diff: str,
     *,
     issue: Issue,
-    run: RunInfo,
+    run_id: str,
     token: gitops.Token,
     start: branch.Start,
     kind: JobKind,
@@ -44,12 +44,11 @@ def push_change(
     identity = gh.bot_identity()
     try:
         gitops.apply_diff(checkout, diff)
-        gitops.commit(checkout, identity, render("commit_message.md", issue=issue, run=run))
-        pushed = branch.push(checkout, token, start, kind=kind, identity=identity, run_id=run["run_id"])
+        gitops.commit(checkout, identity, render("commit_message.md", issue=issue, run={"run_id": run_id}))
+        pushed = branch.push(checkout, token, start, kind=kind, identity=identity, run_id=run_id)
     except gitops.GitError as exc:
         raise RunFailed(Outcome.PUSH_FAILED, git_failure(exc)) from exc
-    run.setdefault("notes", []).extend(push_notes(pushed, start, issue.number))
-    return pushed
+    return pushed  # where it went, for the notes: `push_notes`
 
 
 def push_notes(pushed: branch.Pushed, start: branch.Start, number: int) -> list[str]:
@@ -164,9 +163,9 @@ def pr_body_vars(issue: Issue, run: RunInfo, result: AgentResult, diff: str, run
         "issue": issue,
         "run": run,
         "stats": stats,
-        "diffstat": diffstat(diff),
-        "summary": untrusted_summary(result.submission),
         "checks": checks_from_steps(steps_from_messages(result.messages)),
+        "summary": untrusted_summary(result.submission),
+        "diffstat": diffstat(diff),
         "links": {"run": run_link},
     }
 

@@ -11,6 +11,7 @@ import structlog
 from bot.github.gateway import GitHubError, GitHubGateway
 from bot.jobs import RunInfo
 from bot.ledger.run_usage import usage_line
+from bot.pipeline.publish.events import Said, fold
 from bot.pipeline.task.feedback import STATUS_MARKER
 from bot.render import OutcomeText, render
 
@@ -23,7 +24,8 @@ class StatusComment:
     """Posts and edits the run's status comment; progress edits are best effort and never stop a run.
 
     Several attempts of one job report progress from their own threads: each has a row, and one lock keeps the
-    rows, the throttle and the edit in flight consistent."""
+    rows, the throttle and the edit in flight consistent. What the run learns arrives as events (`say`); every
+    render folds them over the run's start (`info`): nothing else writes what the comment shows."""
 
     def __init__(
         self,
@@ -35,7 +37,10 @@ class StatusComment:
         attempts: int = 1,
         job_id: str = "",
     ) -> None:
-        self.gh, self.issue, self.run, self.clock = gh, issue, run, clock
+        self.gh, self.issue, self.clock = gh, issue, clock
+        self._start: RunInfo = run.copy()  # the run as it began; what it learns is in `_said`
+        self._said: list[Said] = []
+        self._said_lock = threading.Lock()  # its own: an edit renders (and folds) with the rows' lock held
         self.attempts, self.job_id = attempts, job_id  # with a job id, an earlier run's comment is taken over
         self.token_budget = 0  # the job's tokens over all attempts (0: not shown)
         self.comment_id: int | None = None
@@ -67,9 +72,24 @@ class StatusComment:
         ours = [c.id for c in comments if c.author.endswith("[bot]") and STATUS_MARKER in c.body and marker in c.body]
         return max(ours, default=None)
 
+    def say(self, *events: Said) -> None:
+        """What the run learned; the next edit shows it (from any thread)."""
+        with self._said_lock:
+            self._said.extend(events)
+
+    @property
+    def events(self) -> tuple[Said, ...]:
+        """Every event so far, in order."""
+        with self._said_lock:
+            return tuple(self._said)
+
+    def info(self) -> RunInfo:
+        """The run as the comment, the PR and the outcome comment show it: the start with every event folded in."""
+        return fold(self._start, self.events)
+
     def _render(self, **values: Any) -> str:
         values["usage"] = usage_line(self.job_id)  # the job's own tokens, model seconds and sandbox CPU so far
-        return render("status_comment.md", run=self.run, attempts=self.attempts, job_marker=self._marker(), **values)
+        return render("status_comment.md", run=self.info(), attempts=self.attempts, job_marker=self._marker(), **values)
 
     def _marker(self) -> str:
         return job_marker(self.job_id) if self.job_id else ""
