@@ -189,6 +189,20 @@ def list_users(gl: Any, g: dict[str, str], q: dict[str, Any], body: Any, user: s
     return 200, [gl._user(name)] if name in gl.users else []
 
 
+def get_user(gl: Any, g: dict[str, str], q: dict[str, Any], body: Any, user: str) -> Reply:
+    name = next((n for n, u in gl.users.items() if u["id"] == int(g["user_id"])), None)
+    return (200, gl._user(name)) if name else NOT_FOUND
+
+
+def get_group_member_all(gl: Any, g: dict[str, str], q: dict[str, Any], body: Any, user: str) -> Reply:
+    """A group's direct and inherited members (its ancestors'); 404 for anyone else."""
+    level = gl.access_level(g["group"], int(g["user_id"]))
+    if not level:
+        return NOT_FOUND
+    name = next(n for n, u in gl.users.items() if u["id"] == int(g["user_id"]))
+    return 200, {**gl._user(name), "access_level": level}
+
+
 def get_project(gl: Any, g: dict[str, str], q: dict[str, Any], body: Any, user: str) -> Reply:
     p = gl.projects[g["project"]]
     return 200, {
@@ -410,6 +424,8 @@ NOTEABLE = PROJECT + r"/(?P<kind>issues|merge_requests)/(?P<iid>\d+)"
 ROUTES: list[tuple[str, str, Handler]] = [
     ("GET", "/user", get_current_user),
     ("GET", "/users", list_users),
+    ("GET", r"/users/(?P<user_id>\d+)", get_user),
+    ("GET", r"/groups/(?P<group>[^/]+)/members/all/(?P<user_id>\d+)", get_group_member_all),
     ("GET", PROJECT, get_project),
     ("GET", PROJECT + r"/members/all/(?P<user_id>\d+)", get_member_all),
     ("GET", PROJECT + r"/members/(?P<user_id>\d+)", get_member),
