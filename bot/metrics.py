@@ -27,8 +27,8 @@ Fleet = Callable[[], tuple[dict[str, int], float | None]]  # Ledger.fleet
 
 DELIVERIES = Counter(
     "minifix_webhook_deliveries_total",
-    "Webhook deliveries answered, by event and outcome.",
-    ["event", "outcome"],
+    "Webhook deliveries answered, by event, outcome and forge (github, gitlab).",
+    ["event", "outcome", "forge"],
 )
 ACCEPT_SECONDS = Histogram(
     "minifix_webhook_accept_seconds",

@@ -64,6 +64,9 @@ class Settings(BaseSettings):
     """The GitLab bot user's, group's or project's access token (scopes `api`, `write_repository`)."""
     gitlab_webhook_secret: SecretStr | None = None
     """The secret token GitLab sends in `X-Gitlab-Token` with every webhook delivery."""
+    gitlab_bot_username: str | None = None
+    """The GitLab user mini-fix acts as, when not an access token's `project_<id>_bot_...` user: its own notes are
+    ignored, and pipelines it started are the ones that get CI follow-ups."""
     model: str = "hosted_vllm/mini-fix"
     """litellm model name, e.g. hosted_vllm/<served-model-name>."""
     model_api_base: str | None = None

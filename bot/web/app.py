@@ -1,13 +1,15 @@
-"""The FastAPI app, composition only: POST /webhook (and Probot's path), /healthz, /metrics, the /runs viewer."""
+"""The FastAPI app, composition only: POST /webhook (and Probot's path), POST /webhook/gitlab, /healthz, /metrics,
+the /runs viewer."""
 
 from __future__ import annotations
 
 import asyncio
 import functools
 import gc
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
 from functools import partial
+from types import MappingProxyType
 from typing import Any
 
 from fastapi import FastAPI, Request, Response
@@ -16,6 +18,7 @@ from prometheus_client import CollectorRegistry
 from starlette.types import Receive, Scope, Send
 
 from bot import metrics
+from bot.gitlab.receive import GitLabReceiver
 from bot.ledger import open_ledger
 from bot.ledger.contract import Ledger
 from bot.queue.dispatch import JobQueue, build_queue
@@ -27,18 +30,20 @@ from bot.webhooks.receive import WebhookReceiver
 from bot.worker.health_server import readiness_answer
 from bot.worker.pool import Worker, check_problem
 
-WEBHOOK_PATHS = ("/webhook", "/api/github/webhooks")
+GITHUB_PATHS = ("/webhook", "/api/github/webhooks")
+GITLAB_PATH = "/webhook/gitlab"
+WEBHOOK_PATHS = (*GITHUB_PATHS, GITLAB_PATH)
 
 
 class App(FastAPI):
     """FastAPI, with a POST to a webhook path answered before its middleware stack and router: the handler
     reads the raw body and catches its own errors, and those layers cost a tenth of a delivery's CPU on the loop."""
 
-    webhook: Callable[[Request], Awaitable[Response]] | None = None
+    webhook_routes: Mapping[str, Callable[[Request], Awaitable[Response]]] = MappingProxyType({})
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        handler = self.webhook
-        if handler and scope["type"] == "http" and scope["method"] == "POST" and scope["path"] in WEBHOOK_PATHS:
+        handler = self.webhook_routes.get(scope["path"]) if scope["type"] == "http" else None
+        if handler and scope["method"] == "POST":
             response = await handler(Request(scope, receive))
             await response(scope, receive, send)
             return
@@ -79,11 +84,13 @@ def create_app(
                 resource.close()
 
     app = App(title="mini-fix", lifespan=lifespan, docs_url=None, redoc_url=None, openapi_url=None)
-    receiver = WebhookReceiver(settings, ledger, queue)
-    app.webhook = receiver.handle
-    for path in WEBHOOK_PATHS:
+    github = WebhookReceiver(settings, ledger, queue).handle
+    # GitLab's route answers 404 while MINIFIX_GITLAB_WEBHOOK_SECRET is unset: a hook pointed here says why.
+    gitlab = GitLabReceiver(settings, ledger, queue).handle
+    app.webhook_routes = {**dict.fromkeys(GITHUB_PATHS, github), GITLAB_PATH: gitlab}
+    for path, handler in app.webhook_routes.items():
         # Also routed, for a root path set by a proxy and for the router's 405 to other methods.
-        app.add_route(path, receiver.handle, methods=["POST"], include_in_schema=False)
+        app.add_route(path, handler, methods=["POST"], include_in_schema=False)
     app.add_api_route("/healthz", _healthz(ledger, embedded_worker), methods=["GET"])
     app.add_api_route("/readyz", _readyz(ledger, queue, embedded_worker), methods=["GET"])
     app.add_api_route("/metrics", _metrics(metrics.fleet_registry(ledger.fleet)), methods=["GET"])

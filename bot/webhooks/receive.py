@@ -1,10 +1,14 @@
-"""POST /webhook: verify, read, decide, record durably, answer 202. Bad input gets a 4xx here, never a 500."""
+"""POST /webhook: verify, read, decide, record durably, answer 202. Bad input gets a 4xx here, never a 500.
+
+`DeliveryRecorder` is the forge-neutral part (decide, guard, record, answer); `WebhookReceiver` is GitHub's route on
+it, and bot/gitlab/receive.py is GitLab's."""
 
 from __future__ import annotations
 
 import asyncio
 import hashlib
 import time
+from collections.abc import Callable
 from dataclasses import replace
 from typing import Any, Protocol, runtime_checkable
 
@@ -21,8 +25,9 @@ from bot.ledger.contract import Ledger, SubmitResult
 from bot.queue.dispatch import JobQueue
 from bot.settings import Settings
 from bot.webhooks import ROUTES, Decision, decide
+from bot.webhooks.decision import Payload
 from bot.webhooks.guards import guard, settings_for
-from bot.webhooks.lookups import CachedReads
+from bot.webhooks.lookups import CachedReads, LedgerReads
 from bot.webhooks.payload import BadPayload, ReplayWindow, parse_body
 
 MAX_BODY = 25 * 1024 * 1024  # GitHub caps payloads at 25 MB
@@ -47,7 +52,8 @@ class Rejected(Exception):
         return {"error": self.message, "hint": self.hint} if self.hint else {"error": self.message}
 
 
-async def _read_body(request: Request) -> bytes:
+async def read_body(request: Request) -> bytes:
+    """The raw body, refused (413) past 25 MB before it is all read."""
     declared = request.headers.get("content-length", "")
     if declared.isdigit() and int(declared) > MAX_BODY:
         raise Rejected(413, "payload over 25 MB")
@@ -68,7 +74,8 @@ def _check_signature(secret: str, body: bytes, signature: str | None) -> None:
         raise Rejected(401, "signature does not match the payload", SECRET_HINT)
 
 
-def _parse(body: bytes) -> dict[str, Any]:
+def parse(body: bytes) -> dict[str, Any]:
+    """The body as a JSON object, or a 400 saying why not."""
     try:
         return parse_body(body)
     except BadPayload as exc:
@@ -82,12 +89,18 @@ class LoopSubmit(Protocol):
     async def submit_async(self, req: JobRequest) -> SubmitResult: ...
 
 
-class WebhookReceiver:
-    """The webhook route: nothing here calls GitHub or a model."""
+SettingsFor = Callable[[str, Payload, Settings, LedgerReads], Settings]
+Decide = Callable[..., Decision]
+
+
+class DeliveryRecorder:
+    """What every forge's receiver shares once it has verified and read a delivery: decide, guard, record durably,
+    answer. Nothing here calls a forge or a model; a forge's receiver adds its headers and its secret check."""
+
+    forge = "github"
 
     def __init__(self, settings: Settings, ledger: Ledger, queue: JobQueue) -> None:
         self._settings = settings
-        self._secret = settings.require_webhook_secret()
         self._ledger, self._queue = ledger, queue
         self._reads = CachedReads(ledger, ttl=settings.webhook_cache_seconds)
         self._replays = ReplayWindow(settings.replay_window_seconds)
@@ -96,48 +109,39 @@ class WebhookReceiver:
     async def _submit_in_thread(self, req: JobRequest) -> SubmitResult:
         return await asyncio.wrap_future(self._ledger.submit_nowait(req))
 
-    async def handle(self, request: Request) -> Response:
-        """Answer one delivery."""
-        started = time.perf_counter()
-        event = request.headers.get("x-github-event", "")
-        delivery = request.headers.get("x-github-delivery", "")
-        # A bound logger, not contextvars: the delivery's lines carry its ids without a bind/unbind per request.
-        dlog = log.bind(delivery_id=delivery, github_event=event)
-        try:
-            status, body = await self._accept(request, event, delivery, dlog)
-        except Rejected as exc:
-            dlog.warning("delivery rejected", status=exc.status, reason=exc.message)
-            status, body = exc.status, exc.body()
-        known = event if event in ROUTES or event == "ping" else "other"
-        metrics.DELIVERIES.labels(event=known, outcome=str(body.get("action", status))).inc()
+    def answer(self, event: str, status: int, body: dict[str, Any], started: float) -> Response:
+        """The response to a delivery, counted in the metrics under this forge and `event` (a known one, or other)."""
+        metrics.DELIVERIES.labels(event=event, outcome=str(body.get("action", status)), forge=self.forge).inc()
         metrics.ACCEPT_SECONDS.observe(time.perf_counter() - started)
         # 503: the ledger is unreachable (e.g. PostgreSQL restarting); nothing was recorded, so send it again.
         headers = {"Retry-After": RETRY_AFTER_SECONDS} if status == 503 else None
         # The bytes starlette's JSONResponse would send, rendered by orjson.
         return Response(orjson.dumps(body), status_code=status, headers=headers, media_type="application/json")
 
-    async def _accept(
-        self, request: Request, event: str, delivery: str, dlog: FilteringBoundLogger
-    ) -> tuple[int, dict[str, Any]]:
-        raw = await _read_body(request)
-        _check_signature(self._secret, raw, request.headers.get("x-hub-signature-256"))
-        if not event or not delivery:
-            raise Rejected(400, "missing X-GitHub-Event or X-GitHub-Delivery header")
-        if not (event.isascii() and delivery.isascii() and len(delivery) <= MAX_DELIVERY_ID):
-            raise Rejected(400, "malformed X-GitHub-Event or X-GitHub-Delivery header")
-        payload = _parse(raw)
-        digest = hashlib.sha256(raw).digest()
+    def replayed(self, digest: bytes, delivery: str, dlog: FilteringBoundLogger) -> bool:
+        """Whether the same body came lately under another delivery id (logged)."""
         if self._replays.replayed(digest, delivery):
             dlog.warning("replayed body ignored")
-            return 200, REPLAYED
-        if event == "ping":
-            dlog.info("ping", zen=payload.get("zen"))
-            return 200, {"action": "pong"}
+            return True
+        return False
+
+    async def record(
+        self,
+        event: str,
+        delivery: str,
+        payload: Payload,
+        digest: bytes,
+        dlog: FilteringBoundLogger,
+        *,
+        settings_for: SettingsFor,
+        decide: Decide,
+    ) -> tuple[int, dict[str, Any]]:
+        """Decide on a verified, parsed delivery and record what it asks for; (status, body) of the answer."""
         try:
             settings = settings_for(event, payload, self._settings, self._reads)
         except Exception as exc:
             dlog.exception("could not read the ledger")
-            raise Rejected(503, "could not read the job ledger; redeliver it from the App's settings") from exc
+            raise Rejected(503, "could not read the job ledger; redeliver it from the webhook's settings") from exc
         try:
             decision = decide(event, payload, settings, delivery_id=delivery)
         except Exception as exc:  # a payload shape we did not foresee is the sender's problem, not a 500
@@ -151,7 +155,7 @@ class WebhookReceiver:
             answer = await self._apply(decision)
         except Exception as exc:
             dlog.exception("could not record the delivery")
-            raise Rejected(503, "could not record the job; redeliver it from the App's settings") from exc
+            raise Rejected(503, "could not record the job; redeliver it from the webhook's settings") from exc
         if answer is REPLAYED:  # another replica recorded this body's job under another delivery id
             dlog.warning("replayed body ignored", recorded_by="ledger")
             return 200, REPLAYED
@@ -173,6 +177,8 @@ class WebhookReceiver:
             jobs = await asyncio.to_thread(
                 self._ledger.cancel, c.repo, c.issue, c.reason, on_pull_request=c.on_pull_request
             )
+            if decision.pr_event is not None:  # a closed merge request: its runs cancelled, its outcome recorded
+                await asyncio.to_thread(self._ledger.record_pr_event, decision.pr_event)
             return {"cancelled": [j.id for j in jobs]}
         if decision.pr_event is not None:
             await asyncio.to_thread(self._ledger.record_pr_event, decision.pr_event)
@@ -182,3 +188,44 @@ class WebhookReceiver:
             self._reads.forget()
             return {"cancelled": [j.id for j in jobs]}
         return {}
+
+
+class WebhookReceiver(DeliveryRecorder):
+    """GitHub's webhook route: the signature and GitHub's headers, then the shared recording path."""
+
+    def __init__(self, settings: Settings, ledger: Ledger, queue: JobQueue) -> None:
+        super().__init__(settings, ledger, queue)
+        self._secret = settings.require_webhook_secret()
+
+    async def handle(self, request: Request) -> Response:
+        """Answer one delivery."""
+        started = time.perf_counter()
+        event = request.headers.get("x-github-event", "")
+        delivery = request.headers.get("x-github-delivery", "")
+        # A bound logger, not contextvars: the delivery's lines carry its ids without a bind/unbind per request.
+        dlog = log.bind(delivery_id=delivery, github_event=event, forge=self.forge)
+        try:
+            status, body = await self._accept(request, event, delivery, dlog)
+        except Rejected as exc:
+            dlog.warning("delivery rejected", status=exc.status, reason=exc.message)
+            status, body = exc.status, exc.body()
+        known = event if event in ROUTES or event == "ping" else "other"
+        return self.answer(known, status, body, started)
+
+    async def _accept(
+        self, request: Request, event: str, delivery: str, dlog: FilteringBoundLogger
+    ) -> tuple[int, dict[str, Any]]:
+        raw = await read_body(request)
+        _check_signature(self._secret, raw, request.headers.get("x-hub-signature-256"))
+        if not event or not delivery:
+            raise Rejected(400, "missing X-GitHub-Event or X-GitHub-Delivery header")
+        if not (event.isascii() and delivery.isascii() and len(delivery) <= MAX_DELIVERY_ID):
+            raise Rejected(400, "malformed X-GitHub-Event or X-GitHub-Delivery header")
+        payload = parse(raw)
+        digest = hashlib.sha256(raw).digest()
+        if self.replayed(digest, delivery, dlog):
+            return 200, REPLAYED
+        if event == "ping":
+            dlog.info("ping", zen=payload.get("zen"))
+            return 200, {"action": "pong"}
+        return await self.record(event, delivery, payload, digest, dlog, settings_for=settings_for, decide=decide)

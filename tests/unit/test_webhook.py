@@ -149,7 +149,7 @@ def test_healthz_and_metrics(client: TestClient, deliver: Deliver, labeled: Any)
     assert client.get("/healthz").json()["ok"] is True
     metrics = client.get("/metrics")
     assert metrics.status_code == 200
-    assert 'minifix_webhook_deliveries_total{event="issues",outcome="enqueue"}' in metrics.text
+    assert 'minifix_webhook_deliveries_total{event="issues",forge="github",outcome="enqueue"}' in metrics.text
 
 
 @pytest.mark.parametrize("secret", ["", "changeme"])

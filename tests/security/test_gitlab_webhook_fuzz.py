@@ -1,0 +1,96 @@
+"""Fuzz GitLab's webhook route: mutated documented payloads and hostile headers never get a response >= 500."""
+
+from __future__ import annotations
+
+import json
+import os
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+from hypothesis import HealthCheck, given
+from hypothesis import settings as fuzz_settings
+from hypothesis import strategies as st
+
+from bot.settings import Settings
+from tests.security.test_webhook_fuzz import WEIRD, _paths, _replace
+from tests.security.webhook_client import SECRET as GITHUB_SECRET
+from tests.security.webhook_client import client, job_queue, ledger
+from tests.support.gitlab_hooks import SECRET, labeled, merge_request_hook, note_hook, pipeline_hook
+
+__all__ = ["client", "job_queue", "ledger"]
+EXAMPLES = int(os.environ.get("MINIFIX_FUZZ_EXAMPLES", "5000")) // 2
+REPO = "acme/widgets"
+EVENTS = ["Issue Hook", "Note Hook", "Merge Request Hook", "Pipeline Hook", "System Hook", "Push Hook", ""]
+BASES = [
+    ("Issue Hook", labeled(REPO, 1)),
+    ("Note Hook", note_hook(REPO, 2, "/agent retry now", on="MergeRequest")),
+    ("Note Hook", note_hook(REPO, 2, "/agent stop")),
+    ("Merge Request Hook", merge_request_hook(REPO, 3, action="merge")),
+    (
+        "Merge Request Hook",
+        merge_request_hook(
+            REPO, 3, action="update", reviewers=[("bob", "requested_changes")], previous_reviewers=[("bob", "reviewed")]
+        ),
+    ),
+    ("Pipeline Hook", pipeline_hook(REPO, status="failed")),
+]
+HEADER_TEXT = st.text(alphabet=st.characters(min_codepoint=0x20, max_codepoint=0xFF), max_size=120)
+
+
+@pytest.fixture
+def settings(tmp_path: Path) -> Settings:
+    return Settings(
+        webhook_secret=GITHUB_SECRET,
+        gitlab_webhook_secret=SECRET,
+        data_dir=tmp_path,
+        label="mini-fix",
+        webhook_cache_seconds=0,
+        _env_file=None,
+    )
+
+
+@st.composite
+def deliveries(draw: st.DrawFn) -> tuple[dict[str, str], bytes]:
+    """(headers, body): a documented payload with a few fields replaced, sometimes with odd headers or bytes."""
+    event, payload = draw(st.sampled_from(BASES))
+    for _ in range(draw(st.integers(1, 3))):
+        payload = _replace(payload, draw(st.sampled_from(_paths(payload))), draw(WEIRD))
+    body = json.dumps(payload, ensure_ascii=draw(st.booleans())).encode("utf-8", "surrogatepass")
+    if draw(st.integers(0, 9)) == 0:
+        at = draw(st.integers(0, len(body)))
+        body = body[:at] + draw(st.binary(max_size=8)) + body[at:]
+    headers: dict[str, Any] = {
+        "X-Gitlab-Event": draw(st.sampled_from([event, event, *EVENTS])),
+        "X-Gitlab-Token": SECRET,
+        "X-Gitlab-Event-UUID": str(uuid.uuid4()),
+    }
+    if draw(st.booleans()):
+        headers["Idempotency-Key"] = str(uuid.uuid4())
+    if draw(st.integers(0, 9)) == 0:  # a hostile header value in place of one of GitLab's
+        name = draw(st.sampled_from(["X-Gitlab-Event", "X-Gitlab-Token", "X-Gitlab-Event-UUID", "Idempotency-Key"]))
+        headers[name] = draw(HEADER_TEXT).encode("latin-1")
+    return headers, body
+
+
+def test_no_mutated_gitlab_delivery_gets_a_server_error(client: TestClient) -> None:
+    statuses: dict[int, int] = {}
+
+    @fuzz_settings(
+        max_examples=EXAMPLES,
+        deadline=None,
+        database=None,
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.large_base_example],
+    )
+    @given(deliveries())
+    def deliver(delivery: tuple[dict[str, str], bytes]) -> None:
+        headers, body = delivery
+        status = client.post("/webhook/gitlab", content=body, headers=headers).status_code
+        statuses[status] = statuses.get(status, 0) + 1
+        assert status < 500, (status, headers, body[:300])
+
+    deliver()
+    assert sum(statuses.values()) >= EXAMPLES and any(code == 202 for code in statuses)  # some got through
+    print("fuzz statuses:", dict(sorted(statuses.items())))
