@@ -290,13 +290,14 @@ class GitLabGateway:
         return GitToken(self.git_token(), time.time() + NEVER_EXPIRES)
 
     def bot_identity(self) -> BotIdentity:
-        """The token's user as git author: its name, and its commit email (GitLab's noreply address otherwise)."""
+        """The token's user as git author: its username (the name CI follow-ups compare a Pipeline Hook's `user`
+        with, as GitHub's App login), and its commit email (GitLab's noreply address otherwise)."""
         me = self.forge.me()
         host = re.sub(r"^https?://", "", self.forge.url).split("/", 1)[0].split(":", 1)[0]
         email = str(me.get("commit_email") or me.get("public_email") or "")
         if not email or "@" not in email:
             email = f"{me.get('id')}-{me.get('username')}@users.noreply.{host}"
-        return BotIdentity(str(me.get("name") or me.get("username") or "mini-fix"), email)
+        return BotIdentity(str(me.get("username") or "mini-fix"), email)
 
     def read_file(self, path: str) -> str | None:
         """A file's text on the default branch; None when it (or the project, to this token) is missing."""

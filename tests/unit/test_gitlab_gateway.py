@@ -203,7 +203,7 @@ def test_files_labels_repo_and_identity(gitlab: FakeGitLab) -> None:
     gh.create_label("mini-fix", "0e8a16", "again")  # exists: left alone
     assert gh.list_labels() == ["mini-fix"] and gitlab.labels[PROJECT][0]["color"] == "#0e8a16"
     who = gh.bot_identity()
-    assert who.name == "mini-fix" and who.email.endswith("-mini-fix-bot@noreply")
+    assert who.name == "mini-fix-bot" and who.email.endswith("-mini-fix-bot@noreply")
     credential = gh.git_credential()
     assert credential.token == gitlab.bot_token and git_username(credential.token) == "oauth2"
 

@@ -12,9 +12,9 @@ from pydantic import SecretStr
 
 from bot.agent.config import load_config
 from bot.github.gateway import GitHubGateway
-from bot.gitlab.ids import installation_of
+from bot.gitlab.ids import installation_of, mr_number
 from bot.gitlab.routing import by_forge, gitlab_factory
-from bot.jobs import Job, JobKind, JobStatus
+from bot.jobs import Job, JobDetails, JobKind, JobStatus
 from bot.pipeline.deps import PipelineDeps
 from bot.pipeline.publish.outbound import redacting
 from bot.pipeline.run import run_pipeline
@@ -39,6 +39,9 @@ def gitlab() -> Iterator[FakeGitLab]:
     fake.stop()
 
 
+LAST_MODEL: list[ScriptedModel] = []  # the latest run's model, for what its task said
+
+
 def no_github(installation_id: int, repo: str) -> GitHubGateway:
     raise AssertionError(f"a GitLab job asked GitHub for {repo}")
 
@@ -56,8 +59,9 @@ def run(gitlab: FakeGitLab, tmp_path: Path, replies: list[Any], **job: Any) -> t
         boxes.append(FakeSandbox())
         return boxes[-1]
 
-    (tmp_path / "work").mkdir(exist_ok=True)
+    (tmp_path / "work").mkdir(parents=True, exist_ok=True)
     model = ScriptedModel(replies)
+    LAST_MODEL[:] = [model]
     forges = redacting(by_forge(no_github, gitlab_factory(settings)), settings.secrets)
     deps = PipelineDeps(settings, forges, sandbox, lambda _: model, load_config(), workdir=tmp_path / "work")
     fields = {"id": "job1", "kind": JobKind.FIX, "installation_id": installation_of(PROJECT), "repo": PROJECT,
@@ -95,3 +99,47 @@ def test_a_gitlab_issue_the_requester_cannot_write_is_refused(gitlab: FakeGitLab
     iid = gitlab.add_issue(PROJECT, "add() subtracts", author="rep")
     outcome, boxes = run(gitlab, tmp_path, [], issue=iid, requester="rep")
     assert outcome.status == JobStatus.DENIED and boxes == [] and gitlab.merge_requests == []
+
+
+TRACE = (
+    '\x1b[0Ksection_start:1767268800:step_script\r\x1b[0K\x1b[0K\x1b[36;1mExecuting "step_script"\x1b[0;m\n'
+    "$ python3 -m unittest\n\x1b[31mFAIL: test_add (test_calc.T.test_add)\x1b[0m\n"
+    "AssertionError: 5 != 4 (add(2, 2) is off)\n"
+    "\x1b[0Ksection_end:1767268801:step_script\r\x1b[0K\n\x1b[31;1mERROR: Job failed: exit code 1\x1b[0;m\n"
+)
+
+
+def test_a_failed_pipeline_on_the_bots_mr_is_followed_up_with_its_trace(gitlab: FakeGitLab, tmp_path: Path) -> None:
+    iid = gitlab.add_issue(PROJECT, "add() subtracts", "add(2, 2) returns 0", author="alice")
+    first, _ = run(gitlab, tmp_path, [FIX, bash(SUBMIT)], issue=iid)
+    assert first.status == JobStatus.SUCCEEDED, first.error
+    [mr] = gitlab.merge_requests
+    branch = f"mini-fix/issue-{iid}"
+    sha = gitlab.branch_head(PROJECT, branch)
+    assert sha
+    gitlab.add_pipeline(PROJECT, sha, branch, [("unit", "failed", TRACE), ("lint", "success", "ok")])
+    again = bash("printf 'def add(a, b):\\n    return a + b  # v2\\n' > calc.py")
+    details = JobDetails(pull_request=mr_number(mr["iid"]), head_sha=sha)
+    outcome, _ = run(gitlab, tmp_path / "ci", [again, bash(SUBMIT)], id="job2", kind=JobKind.CI, issue=iid,
+                     requester="mini-fix-bot", details=details)  # fmt: skip
+    assert outcome.status == JobStatus.SUCCEEDED, outcome.error
+    assert "# v2" in gitlab.show(PROJECT, branch, "calc.py") and len(gitlab.merge_requests) == 1
+    task = LAST_MODEL[0].requests[0][1]["content"]
+    assert "CI failed on the previous change" in task and "AssertionError: 5 != 4" in task
+    assert "\x1b" not in task and "section_start" not in task and "`unit`" in task and "`lint`" not in task
+
+
+def test_a_reviewers_unresolved_threads_are_followed_up(gitlab: FakeGitLab, tmp_path: Path) -> None:
+    iid = gitlab.add_issue(PROJECT, "add() subtracts", "add(2, 2) returns 0", author="alice")
+    first, _ = run(gitlab, tmp_path, [FIX, bash(SUBMIT)], issue=iid)
+    assert first.status == JobStatus.SUCCEEDED, first.error
+    [mr] = gitlab.merge_requests
+    gitlab.add_diff_note(PROJECT, mr["iid"], "Name the operands x and y.", "alice", "calc.py", 2)
+    again = bash("printf 'def add(x, y):\\n    return x + y\\n' > calc.py")
+    details = JobDetails(pull_request=mr_number(mr["iid"]), review_id=gitlab.user_id("alice"))
+    outcome, _ = run(gitlab, tmp_path / "review", [again, bash(SUBMIT)], id="job2", kind=JobKind.REVIEW, issue=iid,
+                     details=details)  # fmt: skip
+    assert outcome.status == JobStatus.SUCCEEDED, outcome.error
+    task = LAST_MODEL[0].requests[0][1]["content"]
+    assert "Name the operands x and y." in task and "`calc.py` line 2" in task
+    assert "return x + y" in gitlab.show(PROJECT, f"mini-fix/issue-{iid}", "calc.py")
