@@ -19,7 +19,15 @@ from tests.e2e.test_github_flow import jobs, wait_for
 from tests.support.app_process import AppProcess
 from tests.support.fake_github import throwaway_key
 from tests.support.fake_gitlab import BOT, DEVELOPER, REPORTER, FakeGitLab
-from tests.support.gitlab_hooks import SECRET, body, headers, labeled, note_hook, pipeline_hook
+from tests.support.gitlab_hooks import (
+    SECRET,
+    body,
+    headers,
+    labeled,
+    merge_request_hook,
+    note_hook,
+    pipeline_hook,
+)
 from tests.support.model_server import ScriptedModelServer, bash_reply
 
 pytestmark = [pytest.mark.docker, pytest.mark.e2e]
@@ -43,6 +51,7 @@ def gitlab() -> Iterator[FakeGitLab]:
     fake = FakeGitLab()
     fake.start()
     fake.add_project(PROJECT, FILES)
+    fake.add_user("alice", user_id=100)  # the id a Merge Request Hook names its first reviewer by
     fake.set_access("acme", "alice", DEVELOPER)  # inherited from the group: only members/all shows it
     fake.set_access(PROJECT, "rita", REPORTER)
     yield fake
@@ -196,3 +205,40 @@ def test_a_failed_pipeline_on_the_bots_push_gets_one_ci_follow_up(gitlab: FakeGi
     assert leaked not in json.dumps(model.requests) and leaked not in json.dumps([n["body"] for n in gitlab.notes])
     assert "# v2" in gitlab.show(PROJECT, branch, "calc.py") and len(gitlab.merge_requests) == 1
     secrets_absent(gitlab, model, data)
+
+
+def test_a_developers_requested_changes_get_one_review_follow_up(gitlab: FakeGitLab, tmp_path: Path) -> None:
+    iid = gitlab.add_issue(PROJECT, "add() subtracts", "add(2, 3) returns -1", author="alice")
+    follow = [
+        bash_reply("printf 'def add(x, y):\\n    return x + y\\n' > calc.py", "Do what the review asked."),
+        bash_reply("printf 'COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT\\nrenamed\\n'", "Submit."),
+    ]
+    data = tmp_path / "data"
+    branch = BRANCH_OF.format(iid)
+    with ScriptedModelServer([*FIX, *follow]) as model:
+        app = AppProcess(app_env(gitlab, model, data), tmp_path / "app.log").start()
+        try:
+            hook(app, labeled(PROJECT, iid, user="alice"))
+            mr = wait_for(lambda: gitlab.merge_requests, 240, "a merge request", app.log)[0]
+            wait_for(lambda: statuses(data, app) == ["succeeded"], 90, "run 1", app.log)
+            gitlab.add_diff_note(PROJECT, mr["iid"], "Name the operands x and y.", "alice", "calc.py", 2)
+            gitlab.add_diff_note(PROJECT, mr["iid"], "And say why.", "alice", "calc.py", 1)
+            diff_notes = [
+                note_hook(PROJECT, mr["iid"], text, on="MergeRequest", branch=branch, user="alice", diff=True)
+                for text in ("Name the operands x and y.", "And say why.")
+            ]
+            state = merge_request_hook(PROJECT, mr["iid"], action="update", branch=branch, user="alice",
+                                       reviewers=[("alice", "requested_changes")],
+                                       previous_reviewers=[("alice", "review_started")])  # fmt: skip
+            answers = [hook(app, p) for p in (*diff_notes, state)]
+            assert [a.json()["action"] for a in answers] == ["ignore", "ignore", "enqueue"], [a.text for a in answers]
+            wait_for(lambda: statuses(data, app) == ["succeeded", "succeeded"], 240, "the follow-up", app.log)
+            rows = jobs(data, app.env)
+        finally:
+            app.stop()
+    assert [r["kind"] for r in rows] == ["review", "fix"]
+    task = model.requests[3]["messages"][1]["content"]
+    assert "Name the operands x and y." in task and "And say why." in task and "`calc.py` line 2" in task
+    assert "return x + y" in gitlab.show(PROJECT, branch, "calc.py") and len(gitlab.merge_requests) == 1
+    answer = [n["body"] for n in gitlab.notes_on(PROJECT, mr["iid"], "merge_requests") if "review" in n["body"]]
+    assert answer and "Name the operands" in answer[-1]

@@ -87,9 +87,9 @@ class FakeGitLab:
         with self.lock:
             return next(self._ids)
 
-    def add_user(self, username: str, *, name: str = "", bot: bool = False) -> str:
-        """A user and a personal access token for it (returned)."""
-        uid = len(self.users) + 1
+    def add_user(self, username: str, *, name: str = "", bot: bool = False, user_id: int | None = None) -> str:
+        """A user (with `user_id`, e.g. the one a webhook payload names) and a personal access token (returned)."""
+        uid = user_id or len(self.users) + 1
         self.users[username] = {"id": uid, "username": username, "name": name or username, "bot": bot}
         token = f"glpat-{username}-{uid:04d}xxxxxxxxxxxx"
         self.tokens[token] = username
