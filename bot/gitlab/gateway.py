@@ -15,7 +15,9 @@ How GitLab's objects map onto the protocol's (GitHub's) shapes:
 from __future__ import annotations
 
 import re
+import threading
 import time
+from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 from urllib.parse import quote
@@ -66,6 +68,31 @@ class _Client(gitlab.Gitlab):
         return super().http_request(*args, **kwargs)
 
 
+class NoteParents:
+    """note id -> the number of its issue or MR, for the notes this process posted or listed (GitLab edits a note
+    through its parent); the oldest forgotten past MAX_NOTES, so a long-lived worker's memory stays bounded."""
+
+    MAX_NOTES = 20_000
+
+    def __init__(self) -> None:
+        self._found: OrderedDict[int, int] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def __setitem__(self, note_id: int, number: int) -> None:
+        with self._lock:
+            self._found[note_id] = number
+            self._found.move_to_end(note_id)
+            while len(self._found) > self.MAX_NOTES:
+                self._found.popitem(last=False)
+
+    def get(self, note_id: int) -> int | None:
+        with self._lock:
+            return self._found.get(note_id)
+
+    def __len__(self) -> int:
+        return len(self._found)
+
+
 class GitLabForge:
     """The GitLab instance: one python-gitlab client, the bot's identity, and which issue or MR each note we saw
     is on (GitLab edits a note through its parent). One per worker process."""
@@ -86,7 +113,7 @@ class GitLabForge:
         self.gl = _Client(self.url, private_token=token, session=session, retry_transient_errors=True, timeout=60)
         self.sleep = sleep
         self.max_wait = max_wait
-        self.note_parents: dict[int, int] = {}  # note id -> the number of its issue or MR
+        self.note_parents = NoteParents()
         self._me: dict[str, Any] | None = None
 
     def for_repo(self, installation_id: int, repo: str) -> GitLabGateway:

@@ -241,3 +241,23 @@ def test_the_token_is_never_in_an_error_message(gitlab: FakeGitLab) -> None:
     with pytest.raises(GitHubError) as refused:
         bad.get_repo()
     assert "glpat-wrong-token-123456" not in str(refused.value) and "401" in str(refused.value)
+
+
+def test_the_notes_remembered_for_edits_are_bounded() -> None:
+    from bot.gitlab.gateway import NoteParents
+
+    parents = NoteParents()
+    for note in range(NoteParents.MAX_NOTES + 5):
+        parents[note] = 7
+    parents[3] = 8  # seen again: kept as the newest
+    assert len(parents) == NoteParents.MAX_NOTES and parents.get(0) is None and parents.get(3) == 8
+    assert parents.get(NoteParents.MAX_NOTES + 4) == 7
+
+
+def test_every_page_of_notes_is_read(gitlab: FakeGitLab) -> None:
+    iid = gitlab.add_issue(PROJECT, "t")
+    for n in range(130):
+        gitlab.add_note(PROJECT, iid, f"note {n}", "alice")
+    found = gateway(gitlab).list_comments(iid)
+    assert [c.body for c in found] == [f"note {n}" for n in range(130)]
+    assert len([p for _, p in gitlab.requests if p.endswith("/notes")]) == 2  # 100 a page
