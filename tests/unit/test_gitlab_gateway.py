@@ -261,3 +261,14 @@ def test_every_page_of_notes_is_read(gitlab: FakeGitLab) -> None:
     found = gateway(gitlab).list_comments(iid)
     assert [c.body for c in found] == [f"note {n}" for n in range(130)]
     assert len([p for _, p in gitlab.requests if p.endswith("/notes")]) == 2  # 100 a page
+
+
+def test_the_fake_takes_private_token_or_bearer_and_a_project_by_id_or_encoded_path(gitlab: FakeGitLab) -> None:
+    import httpx
+
+    api = f"{gitlab.base_url}/api/v4/projects"
+    by_path = httpx.get(f"{api}/acme%2Ftools%2Fcalc", headers={"PRIVATE-TOKEN": gitlab.bot_token})
+    by_id = httpx.get(f"{api}/1", headers={"Authorization": f"Bearer {gitlab.bot_token}"})
+    assert by_path.json()["path_with_namespace"] == by_id.json()["path_with_namespace"] == PROJECT
+    assert httpx.get(f"{api}/1").status_code == 401
+    assert httpx.get(f"{api}/1", headers={"PRIVATE-TOKEN": "glpat-made-up"}).status_code == 401
