@@ -14,6 +14,7 @@ from hypothesis import HealthCheck, given
 from hypothesis import settings as fuzz_settings
 from hypothesis import strategies as st
 
+from bot.gitlab.webhooks import decide
 from bot.settings import Settings
 from tests.security.test_webhook_fuzz import WEIRD, _paths, _replace
 from tests.security.webhook_client import SECRET as GITHUB_SECRET
@@ -94,3 +95,26 @@ def test_no_mutated_gitlab_delivery_gets_a_server_error(client: TestClient) -> N
     deliver()
     assert sum(statuses.values()) >= EXAMPLES and any(code == 202 for code in statuses)  # some got through
     print("fuzz statuses:", dict(sorted(statuses.items())))
+
+
+@st.composite
+def payloads(draw: st.DrawFn) -> tuple[str, Any]:
+    """(event, payload): a documented payload mutated as above, without the byte-level damage."""
+    event, payload = draw(st.sampled_from(BASES))
+    for _ in range(draw(st.integers(1, 4))):
+        payload = _replace(payload, draw(st.sampled_from(_paths(payload))), draw(WEIRD))
+    return draw(st.sampled_from([event, event, *EVENTS])), payload
+
+
+def test_decide_never_raises_on_a_mutated_payload(settings: Settings) -> None:
+    # The route turns an exception in `decide` into a 400; a pure decision should not need that net at all.
+    named = settings.model_copy(update={"gitlab_bot_username": "minifix", "allow_owners": ["acme"]})
+
+    @fuzz_settings(max_examples=EXAMPLES, deadline=None, database=None, suppress_health_check=list(HealthCheck))
+    @given(payloads())
+    def check(delivery: tuple[str, Any]) -> None:
+        event, payload = delivery
+        decision = decide(event, payload, named, delivery_id="fuzz")
+        assert decision.action in ("enqueue", "cancel", "ignore", "pr_outcome")
+
+    check()

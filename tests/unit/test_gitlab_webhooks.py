@@ -255,3 +255,18 @@ def test_the_configured_bot_user_counts_for_pipelines(settings: Settings) -> Non
 @pytest.mark.parametrize("event", ["Push Hook", "Tag Push Hook", "Job Hook", ""])
 def test_other_events_are_ignored(settings: Settings, event: str) -> None:
     assert run(event, labeled(REPO, 5), settings).action == "ignore"
+
+
+def test_an_issue_opened_with_the_label_starts_a_fix(settings: Settings) -> None:
+    payload = issue_hook(REPO, 9, action="open", previous=[], current=["mini-fix"])
+    assert run("Issue Hook", payload, settings).job.issue == 9
+    assert run("Confidential Issue Hook", payload, settings).action == "enqueue"
+
+
+def test_an_edited_note_is_no_new_command_but_a_note_without_action_is(settings: Settings) -> None:
+    edited = note_hook(REPO, 4, "/agent retry")
+    edited["object_attributes"]["action"] = "update"
+    assert run("Note Hook", edited, settings).action == "ignore"
+    older = note_hook(REPO, 4, "/agent retry")  # GitLab before 16.x sends no `action` on note hooks
+    del older["object_attributes"]["action"]
+    assert run("Note Hook", older, settings).action == "enqueue"
