@@ -18,6 +18,8 @@ PATTERNS = [
     re.compile(r"\bxox[abpr]-[A-Za-z0-9-]{10,}\b"),
     re.compile(r"(?i:(authorization:\s*(?:bearer|basic|token)\s+)[A-Za-z0-9+/=._-]{8,})"),
     re.compile(r"(?i:(x-access-token:)[^@\s]+)"),
+    re.compile(r"(?i:(oauth2:)[^@\s/]+)(?=@)"),  # GitLab's git URL: a git error can echo `https://oauth2:<token>@`
+    re.compile(r"\b(?:glpat|gloas|gldt|glrt|glcbt|glptt|glft|glimt|glagent|glsoat|glffct)-[A-Za-z0-9_-]{20,}"),
 ]
 # One pass that says whether any pattern can match: most text holds none, and a log line pays only this.
 _ANY = re.compile("|".join(f"(?:{p.pattern})" for p in PATTERNS), re.DOTALL)

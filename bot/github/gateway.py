@@ -110,6 +110,22 @@ class GitToken:
     expires_at: float
 
 
+class GitUserToken(str):
+    """A git token sent under a username of its own (GitLab's `oauth2`) instead of GitHub's `x-access-token`."""
+
+    username: str
+
+    def __new__(cls, token: str, username: str) -> GitUserToken:
+        made = super().__new__(cls, token)
+        made.username = username
+        return made
+
+
+def git_username(token: str) -> str:
+    """The HTTP Basic username git sends with `token`."""
+    return token.username if isinstance(token, GitUserToken) else "x-access-token"
+
+
 @dataclass(frozen=True)
 class BotIdentity:
     """The App's bot user, as git author and committer."""

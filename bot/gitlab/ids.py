@@ -22,3 +22,24 @@ def installation_of(project_path: str) -> int:
 def is_gitlab(installation_id: int) -> bool:
     """Whether a job's installation id is a GitLab namespace's (see `installation_of`)."""
     return installation_id < 0
+
+
+# Issues and merge requests count their iids separately (issue #1 and MR !1 both exist), while a job and the gateway
+# protocol name either by one number, as GitHub's shared issue/PR numbers do. A merge request's number is its iid
+# lifted above every issue iid, so the number alone says which one a comment or a reaction goes to.
+MR_BASE = 1_000_000_000
+
+
+def mr_number(iid: int) -> int:
+    """The number a merge request `!iid` goes by in jobs and the gateway."""
+    return MR_BASE + iid
+
+
+def is_mr(number: int) -> bool:
+    """Whether a job's or the gateway's number names a merge request (else an issue)."""
+    return number > MR_BASE
+
+
+def iid_of(number: int) -> int:
+    """The issue's or merge request's own iid."""
+    return number - MR_BASE if is_mr(number) else number

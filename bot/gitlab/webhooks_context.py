@@ -6,7 +6,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from bot.gitlab.ids import installation_of
+from bot.gitlab.ids import installation_of, mr_number
 from bot.settings import Settings
 from bot.webhooks.decision import Decision, Payload, dig, dig_int, dig_str, ignore
 from bot.webhooks.followups import issue_of_branch
@@ -58,7 +58,7 @@ def project(payload: Payload) -> Project | Decision:
 class BotMergeRequest:
     """A merge request mini-fix opened: from its `mini-fix/issue-<iid>` branch in the project itself."""
 
-    iid: int
+    iid: int  # the MR's number in jobs and the gateway: `ids.mr_number(iid)`, apart from the issues' iids
     issue: int
 
 
@@ -73,4 +73,4 @@ def bot_merge_request(where: Project, mr: Any) -> BotMergeRequest | Decision:
     source, target = dig(mr, "source_project_id"), dig(mr, "target_project_id")
     if where.project_id is None or not source == target == where.project_id:
         return ignore("the merge request's source branch is not in the project (a fork's)")
-    return BotMergeRequest(iid, issue)
+    return BotMergeRequest(mr_number(iid), issue)

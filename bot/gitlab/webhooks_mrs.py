@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from bot.gitlab.ids import iid_of
 from bot.gitlab.webhooks_context import BotMergeRequest, Project, bot_merge_request, is_bot_user, project
 from bot.jobs import CancelRequest, JobDetails, JobKind, JobRequest, PrEvent
 from bot.settings import Settings
@@ -49,7 +50,7 @@ def decide(payload: Payload, settings: Settings, delivery_id: str) -> Decision:
 
 
 def _ended(where: Project, ours: BotMergeRequest, action: str) -> Decision:
-    reason = f"merge request !{ours.iid} {ENDED[action]}"
+    reason = f"merge request !{iid_of(ours.iid)} {ENDED[action]}"
     cancel = CancelRequest(where.installation_id, where.repo, ours.issue, where.user, reason)
     event = PrEvent(where.installation_id, where.repo, ours.iid, "closed", where.user, merged=action == "merge")
     return Decision("cancel", reason, cancel=cancel, pr_event=event)

@@ -8,6 +8,9 @@ install can read private repositories the config's author cannot): a YAML file u
 in the job's own repository, the owner's `.github` repository (the org's designated home for shared settings, as
 GitHub and Probot treat it), or a public repository; the App must be able to read it too. An error in a file of
 another repository names the file and line only: its content is never quoted, nor its keys listed.
+
+On GitLab (`Layout` GITLAB) the same rules hold with GitLab's names: `.gitlab/mini-fix.yml`, and the group's defaults
+in its `mini-fix` project (`group[/sub]/mini-fix`: the project's own parent group, as `.github` is the owner's).
 """
 
 from __future__ import annotations
@@ -26,6 +29,32 @@ from bot.repo_config.schema import RepoConfig
 CONFIG_PATH = ".github/mini-fix.yml"
 ORG_REPO = ".github"
 MAX_DEPTH = 10
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Where one forge keeps a repository's config and its owner's defaults."""
+
+    config_path: str = CONFIG_PATH
+    org_repo: str = ORG_REPO  # the owner's (group's) repository holding shared defaults
+    config_dir: str = ".github"  # the directory `_extends` may name files under
+
+
+GITHUB = Layout()
+GITLAB = Layout(".gitlab/mini-fix.yml", "mini-fix", ".gitlab")
+
+
+def layout_for(installation_id: int) -> Layout:
+    """The forge's layout for a job's installation (GitLab's ids are negative: `bot.gitlab.ids`)."""
+    from bot.gitlab.ids import is_gitlab
+
+    return GITLAB if is_gitlab(installation_id) else GITHUB
+
+
+def owner_of(repo: str) -> str:
+    """`owner` of `owner/name`; a GitLab project's parent group of `group/sub/name`."""
+    return repo.rsplit("/", 1)[0]
+
 
 Reader = Callable[[str, str], "str | None"]
 """(owner/name, path) -> the file's text on the default branch, or None when there is none."""
@@ -77,6 +106,7 @@ class _Chain:
     home: str
     read: Reader
     public: IsPublic
+    layout: Layout = GITHUB
 
     def quotes(self, repo: str) -> bool:
         """Whether an error may quote this repository's file (only the job's own repository's)."""
@@ -84,19 +114,18 @@ class _Chain:
 
     def may_extend(self, repo: str) -> bool:
         """The job's repository, the owner's `.github` repository, or a public one."""
-        org = f"{self.home.split('/', 1)[0]}/{ORG_REPO}"
+        org = f"{owner_of(self.home)}/{self.layout.org_repo}"
         return repo.casefold() in (self.home.casefold(), org.casefold()) or self.public(repo)
 
 
-def load_repo_config(repo: str, read: Reader | PublicAwareReader) -> LoadedConfig:
+def load_repo_config(repo: str, read: Reader | PublicAwareReader, *, layout: Layout = GITHUB) -> LoadedConfig:
     """The effective config of `repo` (owner/name); raises ConfigError for a bad file or `_extends`. Without
     `is_public` on the reader, no repository counts as public (only this one and the owner's `.github`)."""
-    owner = repo.split("/", 1)[0]
-    chain = _Chain(repo, read, read.is_public if isinstance(read, PublicAwareReader) else _never)
-    for candidate in (repo, f"{owner}/{ORG_REPO}"):
-        text = read(candidate, CONFIG_PATH)
+    chain = _Chain(repo, read, read.is_public if isinstance(read, PublicAwareReader) else _never, layout)
+    for candidate in (repo, f"{owner_of(repo)}/{layout.org_repo}"):
+        text = read(candidate, layout.config_path)
         if text is not None:
-            data, sources = _resolve(chain, candidate, CONFIG_PATH, text, ())
+            data, sources = _resolve(chain, candidate, layout.config_path, text, ())
             return LoadedConfig(RepoConfig.model_validate(data), sources)
     return LoadedConfig(RepoConfig())
 
@@ -118,7 +147,7 @@ def _resolve(
         return data, (source,)
     if not isinstance(extends, str) or not extends.strip():
         raise ConfigError(source, "`_extends` must be a string: `repo`, `owner/repo` or `owner/repo:path`")
-    base_repo, base_path = parse_extends(extends, repo.split("/", 1)[0])
+    base_repo, base_path = parse_extends(extends, owner_of(repo), chain.layout.config_path)
     _check_target(chain, source, extends, base_repo, base_path)
     base_text = chain.read(base_repo, base_path)
     if base_text is None:
@@ -129,21 +158,21 @@ def _resolve(
 
 def _check_target(chain: _Chain, source: str, extends: str, repo: str, path: str) -> None:
     """Refuse an `_extends` target that is not a YAML file under `.github/` of a repository we may read from."""
-    parts = path.split("/")
-    if parts[0] != ".github" or len(parts) < 2 or ".." in parts or "" in parts or not path.endswith(EXTENDS_SUFFIXES):
-        raise ConfigError(source, f"`_extends: {extends}` must name a `.yml` or `.yaml` file under `.github/`")
+    parts, home_dir = path.split("/"), chain.layout.config_dir
+    if parts[0] != home_dir or len(parts) < 2 or ".." in parts or "" in parts or not path.endswith(EXTENDS_SUFFIXES):
+        raise ConfigError(source, f"`_extends: {extends}` must name a `.yml` or `.yaml` file under `{home_dir}/`")
     if not chain.may_extend(repo):
         # The same words whether the repository is private, missing or unreadable: nothing is learnt about it.
-        org = f"{chain.home.split('/', 1)[0]}/{ORG_REPO}"
+        org = f"{owner_of(chain.home)}/{chain.layout.org_repo}"
         allowed = f"it may name only this repository, {org} or a public repository the App can read"
         raise ConfigError(source, f"`_extends: {extends}` names {repo}; {allowed}")
 
 
-def parse_extends(value: str, owner: str) -> tuple[str, str]:
-    """`[owner/]repo[:path]` as (owner/repo, path); the owner and path default to ours and CONFIG_PATH."""
+def parse_extends(value: str, owner: str, default_path: str = CONFIG_PATH) -> tuple[str, str]:
+    """`[owner/]repo[:path]` as (owner/repo, path); the owner and path default to ours and the config's path."""
     target, _, path = value.strip().partition(":")
     repo = target if "/" in target else f"{owner}/{target}"
-    return repo, path.strip() or CONFIG_PATH
+    return repo, path.strip() or default_path
 
 
 def _parse(source: str, text: str, quote: bool) -> dict[str, Any]:

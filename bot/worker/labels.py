@@ -12,7 +12,7 @@ from bot.github.gateway import GitHubError, GitHubGateway
 from bot.ledger.contract import Ledger
 from bot.pipeline.admit.gate import reader, remember
 from bot.pipeline.runconfig import effective_label
-from bot.repo_config.load import ConfigError, load_repo_config
+from bot.repo_config.load import ConfigError, layout_for, load_repo_config
 from bot.settings import Settings
 
 LABEL_COLOR = "5319e7"
@@ -64,11 +64,12 @@ class LabelKeeper:
         """Create the repository's trigger label unless it exists or mini-fix is off there; True when created."""
         gh = self.github(installation_id, repo)
         try:
-            loaded = load_repo_config(repo, reader(self.github, installation_id, gh, repo))
+            read = reader(self.github, installation_id, gh, repo)
+            loaded = load_repo_config(repo, read, layout=layout_for(installation_id))
         except ConfigError as exc:
             log.info("label_skipped_invalid_config", source=exc.source)
             return False
-        remember(loaded, repo, self.ledger.remember_label)
+        remember(loaded, repo, self.ledger.remember_label, layout_for(installation_id))
         label = effective_label(self.settings, loaded.config)
         if not loaded.config.enabled or label.casefold() in {n.casefold() for n in gh.list_labels()}:
             return False

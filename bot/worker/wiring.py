@@ -15,6 +15,7 @@ import structlog
 from bot.agent.config import ModelConfig
 from bot.agent.model_base import Model
 from bot.github.gateway import GitHubGateway
+from bot.gitlab.routing import by_forge, gitlab_factory
 from bot.jobs import Job, JobOutcome, JobStatus
 from bot.ledger import open_ledger
 from bot.ledger.contract import Ledger
@@ -48,7 +49,8 @@ def wire_worker(settings: Settings) -> Worker:
     from bot.github.app import GitHubApp
 
     app = GitHubApp(settings)
-    github = redacting(app.for_repo, settings.secrets)  # every write this process makes is redacted
+    forges = by_forge(app.for_repo, gitlab_factory(settings))  # a GitLab job (negative installation id) to GitLab
+    github = redacting(forges, settings.secrets)  # every write this process makes is redacted
     ledger = open_ledger(settings)  # shared with the runner: `/agent stop` jobs cancel runs through it
     runner = build_runner(
         settings,

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from bot.gitlab.ids import installation_of
+from bot.gitlab.ids import installation_of, mr_number
 from bot.gitlab.webhooks import decide
 from bot.jobs import JobKind
 from bot.settings import Settings
@@ -103,13 +103,13 @@ def test_retry_on_mini_fix_mr_goes_to_its_issue_and_on_another_mr_keeps_the_mr_i
     ours = run("Note Hook", note_hook(REPO, 3, "/agent retry --fresh", on="MergeRequest"), settings).job
     assert (ours.issue, ours.details.pull_request, ours.details.fresh, ours.details.on_pull_request) == (
         1,
-        3,
+        mr_number(3),  # MR !3, numbered apart from issue #3 (bot/gitlab/ids.py)
         True,
         False,
     )
     other = note_hook(REPO, 3, "/agent retry", on="MergeRequest", branch="feature/x")
     job = run("Note Hook", other, settings).job
-    assert (job.issue, job.details.on_pull_request) == (3, True)
+    assert (job.issue, job.details.on_pull_request) == (mr_number(3), True)
 
 
 def test_stop_and_help_notes_are_control_jobs(settings: Settings) -> None:
@@ -159,7 +159,11 @@ def test_closed_or_merged_mr_cancels_its_issue_runs_and_records_it(
     )
     assert decision.action == "cancel"
     assert (decision.cancel.repo, decision.cancel.issue) == (REPO, 8)
-    assert (decision.pr_event.pull, decision.pr_event.kind, decision.pr_event.merged) == (3, "closed", merged)
+    assert (decision.pr_event.pull, decision.pr_event.kind, decision.pr_event.merged) == (
+        mr_number(3),
+        "closed",
+        merged,
+    )
 
 
 def test_mr_hooks_of_other_branches_forks_and_the_bot_are_ignored(settings: Settings) -> None:
@@ -177,7 +181,12 @@ def test_reviewer_newly_requesting_changes_asks_for_one_review_follow_up(setting
     )  # fmt: skip
     decision = run("Merge Request Hook", payload, settings, delivery="uuid-1")
     job = decision.job
-    assert (decision.action, job.kind, job.issue, job.details.pull_request) == ("enqueue", JobKind.REVIEW, 1, 3)
+    assert (decision.action, job.kind, job.issue, job.details.pull_request) == (
+        "enqueue",
+        JobKind.REVIEW,
+        1,
+        mr_number(3),
+    )
     assert job.details.review_id == 100 and job.details.head_sha == "a1" * 20
     # A redelivery under another delivery id keeps the key: the ledger records one job.
     again = run("Merge Request Hook", payload, settings, delivery="uuid-2").job
@@ -214,7 +223,7 @@ def test_system_hook_merge_request_is_routed_by_object_kind(settings: Settings) 
 def test_failed_pipeline_of_the_bots_push_asks_for_one_ci_follow_up(settings: Settings) -> None:
     decision = run("Pipeline Hook", pipeline_hook(REPO, status="failed", mr_iid=3), settings)
     job = decision.job
-    assert (decision.action, job.kind, job.issue, job.details.pull_request) == ("enqueue", JobKind.CI, 1, 3)
+    assert (decision.action, job.kind, job.issue, job.details.pull_request) == ("enqueue", JobKind.CI, 1, mr_number(3))
     assert job.requester == BOT and job.details.head_sha == "a1" * 20
     retried = run("Pipeline Hook", pipeline_hook(REPO, status="failed", pipeline_id=32), settings, delivery="d-2").job
     assert retried.delivery_id == job.delivery_id  # one follow-up per failed commit

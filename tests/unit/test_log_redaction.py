@@ -49,3 +49,14 @@ def test_a_line_without_credentials_is_unchanged(lines) -> None:
         "pr_opened",
         "a" * 40,
     )
+
+
+def test_gitlab_token_shapes_are_redacted(lines) -> None:
+    pat, other = "glpat-" + "Ab3_" * 6, "s3cr3t-project-token-value"  # a PAT, and a token of no known shape
+    structlog.get_logger("t").info(
+        "git failed",
+        error=f"fatal: unable to access 'https://oauth2:{other}@gitlab.example.org/g/p.git/': 403; {pat}",
+    )
+    (line,) = lines()
+    assert pat not in line["error"] and other not in line["error"]
+    assert "https://oauth2:***@gitlab.example.org/g/p.git/" in line["error"]

@@ -16,7 +16,7 @@ from bot.pipeline.runconfig import effective_label
 from bot.pipeline.task.issue import MAX_GUIDANCE_CHARS, cap, clean
 from bot.policy import queue_full_outcome
 from bot.render import render
-from bot.repo_config.load import ORG_REPO, ConfigError, LoadedConfig, Reader, load_repo_config
+from bot.repo_config.load import ConfigError, Layout, LoadedConfig, Reader, layout_for, load_repo_config, owner_of
 from bot.repo_config.schema import RepoConfig
 from bot.settings import Settings
 
@@ -58,13 +58,16 @@ def reader(
     return GitHubReader(github, installation_id, home, repo)
 
 
-def remember(loaded: LoadedConfig, repo: str, remember_label: RememberLabel | None) -> None:
-    """Cache the label the config names for the webhook path (and the owner's, when it came from `.github`)."""
+def remember(
+    loaded: LoadedConfig, repo: str, remember_label: RememberLabel | None, layout: Layout | None = None
+) -> None:
+    """Cache the label the config names for the webhook path (and the owner's, when it came from `.github`, or a
+    GitLab group's `mini-fix` project)."""
     if remember_label is None:
         return
     remember_label(repo, loaded.config.label)
-    owner = repo.split("/", 1)[0]
-    if loaded.sources and loaded.sources[0].startswith(f"{owner}/{ORG_REPO}:"):
+    owner = owner_of(repo)
+    if loaded.sources and loaded.sources[0].startswith(f"{owner}/{(layout or Layout()).org_repo}:"):
         remember_label(ORG_WIDE.format(owner=owner), loaded.config.label)
 
 
@@ -78,12 +81,12 @@ def admit(
         )
         return queue_full_outcome(job, settings)
     try:
-        loaded = load_repo_config(job.repo, read)
+        loaded = load_repo_config(job.repo, read, layout=layout_for(job.installation_id))
     except ConfigError as exc:
         gh.create_comment(number, render("config_comment.md", kind="invalid", source=exc.source, error=exc.message))
         log.info("job_config_invalid", source=exc.source)
         return JobOutcome(JobStatus.FAILED, error=f"config_invalid: {exc}")
-    remember(loaded, job.repo, remember_label)
+    remember(loaded, job.repo, remember_label, layout_for(job.installation_id))
     config, source = loaded.config, (loaded.sources[:1] or ("",))[0]
     label = effective_label(settings, config)
     if job.kind == JobKind.FIX and (job.details.label or label).casefold() != label.casefold():

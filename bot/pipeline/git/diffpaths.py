@@ -8,6 +8,8 @@ import re
 from collections.abc import Iterable
 
 PROTECTED_PREFIXES = (".github/workflows/",)  # the App has no `workflows` permission: a push touching them fails
+# GitLab CI's definition: a push changing it would run the agent's pipeline with the project's CI variables
+PROTECTED_FILES = (".gitlab-ci.yml",)
 _HEADER = re.compile(r"^diff --git (.+)$")
 _RENAME = re.compile(r"^(?:rename|copy) (?:from|to) (.+)$")
 
@@ -41,7 +43,8 @@ def _unquote(path: str) -> str:
 
 
 def protected_paths(diff: str, extra_globs: Iterable[str] = ()) -> list[str]:
-    """Paths in `diff` the App may not push: workflows (no `workflows` permission) and configured globs."""
+    """Paths in `diff` the App may not push: workflows (no `workflows` permission), GitLab's `.gitlab-ci.yml` and
+    configured globs."""
     return protected(changed_paths(diff), extra_globs)
 
 
@@ -53,6 +56,6 @@ def protected(paths: Iterable[str], extra_globs: Iterable[str] = ()) -> list[str
 
 
 def _matches(path: str, globs: list[str]) -> bool:
-    if path.startswith(PROTECTED_PREFIXES):
+    if path.startswith(PROTECTED_PREFIXES) or path.rstrip("/") in PROTECTED_FILES:
         return True
     return any(path.startswith(g) if g.endswith("/") else fnmatch.fnmatchcase(path, g) for g in globs)

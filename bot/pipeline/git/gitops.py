@@ -13,7 +13,7 @@ from typing import TypedDict, Unpack
 
 import tenacity
 
-from bot.github.gateway import BotIdentity
+from bot.github.gateway import BotIdentity, git_username
 
 REMOTE_ATTEMPTS = 4  # tries of one clone, fetch or push when GitHub's answer is transient
 RETRY_WAIT = tenacity.wait_exponential(multiplier=1, min=1, max=20)  # tests set tenacity.wait_none()
@@ -64,7 +64,7 @@ def branch_name(issue: int) -> str:
 
 def _auth_env(token: str) -> dict[str, str]:
     # Config from the environment: not on argv (world-readable in /proc), not persisted into .git/config.
-    basic = base64.b64encode(f"x-access-token:{token}".encode()).decode()
+    basic = base64.b64encode(f"{git_username(token)}:{token}".encode()).decode()  # GitLab's: `oauth2`
     pairs = [("http.extraHeader", f"Authorization: Basic {basic}"), ("credential.helper", "")]
     env = {"GIT_CONFIG_COUNT": str(len(pairs))}
     for n, (key, value) in enumerate(pairs):
@@ -118,7 +118,7 @@ HARDENED_CONFIG = (
 def _scrub(text: str, token: str | None) -> str:
     if not token:
         return text
-    basic = base64.b64encode(f"x-access-token:{token}".encode()).decode()
+    basic = base64.b64encode(f"{git_username(token)}:{token}".encode()).decode()
     return text.replace(basic, "***").replace(token, "***")
 
 

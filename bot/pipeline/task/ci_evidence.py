@@ -23,6 +23,7 @@ LOG_LINES_BEFORE = 80  # the failing step's output comes before its `##[error]` 
 LOG_LINES_AFTER = 5
 LOG_TAIL_LINES = 200  # a log with no `##[error]` line: its end
 ACTIONS = "github-actions"
+GITLAB_CI = "gitlab-ci"  # a GitLab CI job's check run (bot/gitlab/gateway.py): its log is the job's trace
 _STAMP = re.compile(r"^\ufeff?\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?Z ")
 _ERROR = "##[error]"
 
@@ -85,7 +86,7 @@ def _failure(gh: GitHubGateway, run: CheckRun, secrets: Sequence[str], unread: l
         annotations = []
         unread.append(_why(f"the annotations of `{run.name}`", "checks: read", exc))
     job_log = ""
-    if run.app == ACTIONS:  # an Actions check run's id is its workflow job's id
+    if run.app in (ACTIONS, GITLAB_CI):  # an Actions check run's id is its workflow job's id; GitLab's its job's
         try:
             job_log = quoted(log_tail(gh.job_log(run.id)), MAX_LOG_CHARS, secrets)
         except GitHubError as exc:
