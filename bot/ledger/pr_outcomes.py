@@ -15,8 +15,9 @@ import re
 import time
 from typing import Any
 
+from bot.gitlab.ids import mr_number
 from bot.jobs import REVIEW_STATES, Job, JobKind, PrEvent
-from bot.ledger.sql import PR_URL_MATCH, pr_url_patterns
+from bot.ledger.sql import pr_url_pattern
 
 REVIEW_COLUMNS = {state: state for state in REVIEW_STATES}  # each verdict's counter column
 SCHEMA = (
@@ -34,17 +35,17 @@ REVIEWS_INDEX = "CREATE INDEX IF NOT EXISTS pr_reviews_unchecked ON pr_reviews (
 SCHEMAS = (SCHEMA, REVIEWS_SCHEMA, REVIEWS_INDEX)
 _INSERT = "INSERT INTO pr_outcomes (repo, pull, state, merged, updated_at) VALUES (?, ?, ?, ?, ?) "
 _SET_STATE = "ON CONFLICT (repo, pull) DO UPDATE SET state = excluded.state, merged = excluded.merged, "
-_PULL_URL = re.compile(r"/(?:pull|merge_requests)/(\d+)/?$")
+_PULL_URL = re.compile(r"/(pull|merge_requests)/(\d+)/?$")
 COLUMNS = "repo, pull, state, merged, human_pushes, approved, changes_requested, commented"
 
 
 # Only a PR the App opened for a job: the ledger holds a job of that repository whose PR (or MR) url ends in its number.
-_OURS = f"SELECT 1 FROM jobs WHERE repo = ? AND {PR_URL_MATCH} LIMIT 1"
+_OURS = "SELECT 1 FROM jobs WHERE repo = ? AND pr_url LIKE ? LIMIT 1"
 
 
 def is_ours(conn: Any, param: str, repo: str, pull: int) -> bool:
     """Whether the ledger recorded PR `pull` of `repo` for one of its jobs."""
-    return conn.execute(_OURS.replace("?", param), (repo, *pr_url_patterns(pull))).fetchone() is not None
+    return conn.execute(_OURS.replace("?", param), (repo, pr_url_pattern(pull))).fetchone() is not None
 
 
 def record(conn: Any, param: str, event: PrEvent) -> bool:
@@ -125,9 +126,12 @@ def as_outcome(row: tuple[Any, ...]) -> dict[str, Any]:
 
 
 def pull_of(pr_url: str | None) -> int | None:
-    """The PR number in a PR url, or None."""
+    """The PR number in a PR url (a GitLab merge request's as bot/gitlab/ids.py numbers it), or None."""
     match = _PULL_URL.search(pr_url or "")
-    return int(match.group(1)) if match else None
+    if match is None:
+        return None
+    number = int(match.group(2))
+    return mr_number(number) if match.group(1) == "merge_requests" else number
 
 
 def describe(outcome: dict[str, Any] | None, retries: int = 0, followups: int = 0) -> str:

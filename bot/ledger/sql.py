@@ -9,6 +9,7 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
 
+from bot.gitlab.ids import iid_of, is_mr
 from bot.jobs import InstallationChange, Job, JobDetails, JobKind, JobRequest, JobStatus
 
 COLUMNS = (
@@ -83,13 +84,10 @@ def row_to_job(row: tuple[Any, ...]) -> Job:
     )  # fmt: skip
 
 
-# A PR's url ends `/pull/N` on GitHub and `/-/merge_requests/N` on GitLab (where `N` is the MR's iid).
-PR_URL_MATCH = "(pr_url LIKE ? OR pr_url LIKE ?)"
-
-
-def pr_url_patterns(pull: int) -> tuple[str, str]:
-    """The two LIKE patterns `PR_URL_MATCH` takes for PR (or merge request) number `pull`."""
-    return f"%/pull/{pull}", f"%/merge_requests/{pull}"
+def pr_url_pattern(pull: int) -> str:
+    """The LIKE pattern of the url of PR `pull`: `/pull/N` on GitHub; on GitLab a merge request goes by its iid
+    lifted above every issue's (bot/gitlab/ids.py) and its url ends `/-/merge_requests/<iid>`."""
+    return f"%/merge_requests/{iid_of(pull)}" if is_mr(pull) else f"%/pull/{pull}"
 
 
 def select_jobs(d: Dialect, conn: Any, where: str, params: tuple[Any, ...] = ()) -> list[Job]:
@@ -100,8 +98,8 @@ def select_jobs(d: Dialect, conn: Any, where: str, params: tuple[Any, ...] = ())
 def issue_of_pull(d: Dialect, conn: Any, repo: str, pull: int) -> int | None:
     """The issue whose job opened PR #pull, if the ledger knows it."""
     row = conn.execute(
-        d.sql(f"SELECT issue FROM jobs WHERE repo = ? AND {PR_URL_MATCH} ORDER BY created_at DESC LIMIT 1"),
-        (repo, *pr_url_patterns(pull)),
+        d.sql("SELECT issue FROM jobs WHERE repo = ? AND pr_url LIKE ? ORDER BY created_at DESC LIMIT 1"),
+        (repo, pr_url_pattern(pull)),
     ).fetchone()
     return None if row is None else int(row[0])
 

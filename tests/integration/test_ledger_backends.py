@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from bot.gitlab.ids import mr_number
 from bot.jobs import InstallationChange, JobDetails, JobKind, JobRequest, JobStatus, PrEvent
 from bot.ledger import open_ledger
 from bot.ledger.fair import ClaimPolicy
@@ -185,12 +186,14 @@ def test_a_note_on_our_gitlab_merge_request_maps_to_its_issue(ledger: Any) -> No
     job = ledger.submit(request(issue=5)).job
     ledger.claim(job.id, "w", 60)
     ledger.finish(job.id, "w", JobStatus.SUCCEEDED, pr_url="https://gitlab.example.org/octo/widgets/-/merge_requests/3")
-    retry = ledger.submit(request(issue=3, delivery="r", details=JobDetails(on_pull_request=True))).job
-    assert retry.issue == 5 and retry.details == JobDetails(on_pull_request=False, pull_request=3)
-    ledger.record_pr_event(PrEvent(77, "octo/widgets", 3, "closed", "bob", merged=True))
-    ledger.record_pr_event(PrEvent(77, "octo/widgets", 33, "closed", "bob", merged=True))  # not one of ours
+    mr = mr_number(3)  # GitLab's MR !3, not issue #3
+    retry = ledger.submit(request(issue=mr, delivery="r", details=JobDetails(on_pull_request=True))).job
+    assert retry.issue == 5 and retry.details == JobDetails(on_pull_request=False, pull_request=mr)
+    assert ledger.submit(request(issue=3, delivery="i", details=JobDetails(on_pull_request=True))).job.issue == 3
+    ledger.record_pr_event(PrEvent(77, "octo/widgets", mr, "closed", "bob", merged=True))
+    ledger.record_pr_event(PrEvent(77, "octo/widgets", mr_number(33), "closed", "bob", merged=True))  # not ours
     outcomes = ledger.pr_outcomes()
-    assert outcomes[("octo/widgets", 3)]["merged"] and ("octo/widgets", 33) not in outcomes
+    assert outcomes[("octo/widgets", mr)]["merged"] and ("octo/widgets", mr_number(33)) not in outcomes
 
 
 def test_installations_are_recorded(ledger: Any) -> None:

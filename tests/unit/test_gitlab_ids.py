@@ -29,3 +29,12 @@ def test_gitlab_secrets_are_redacted_like_githubs() -> None:
         gitlab_webhook_secret=SecretStr("gl-hook-secret-1"),
     )
     assert {"glpat-abcdefghijklmnop", "gl-hook-secret-1"} <= set(s.secrets)
+
+
+def test_a_merge_requests_url_gives_its_lifted_number_and_a_prs_its_own() -> None:
+    from bot.gitlab.ids import mr_number
+    from bot.ledger.pr_outcomes import pull_of
+
+    assert pull_of("https://gitlab.example.org/g/sub/p/-/merge_requests/7") == mr_number(7)
+    assert pull_of("https://github.com/o/r/pull/7") == 7
+    assert pull_of("https://example.org/o/r/issues/7") is None
