@@ -26,6 +26,7 @@ import gitlab
 import requests
 import structlog
 
+from bot.forge_ids import iid_of, is_mr, mr_number
 from bot.github.gateway import (
     BotIdentity,
     CheckRun,
@@ -41,7 +42,6 @@ from bot.github.gateway import (
 )
 from bot.github.repo import log_text, tail_of
 from bot.gitlab.errors import GitLabError, RetryAfter, call
-from bot.gitlab.ids import iid_of, is_mr, mr_number
 from bot.gitlab.traces import clean_trace
 
 log = structlog.get_logger(__name__)

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from bot.forge_ids import is_gitlab
 from bot.github.gateway import GitHubError, GitHubGateway
-from bot.gitlab.ids import is_gitlab
 from bot.settings import Settings
 
 Factory = Callable[[int, str], GitHubGateway]

@@ -6,7 +6,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from bot.gitlab.ids import installation_of, mr_number
+from bot.forge_ids import installation_of, mr_number
 from bot.settings import Settings
 from bot.webhooks.decision import Decision, Payload, dig, dig_int, dig_str, ignore
 from bot.webhooks.followups import issue_of_branch

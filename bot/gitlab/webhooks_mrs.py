@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from bot.gitlab.ids import iid_of
+from bot.forge_ids import iid_of
 from bot.gitlab.webhooks_context import BotMergeRequest, Project, bot_merge_request, is_bot_user, project
 from bot.jobs import CancelRequest, JobDetails, JobKind, JobRequest, PrEvent
 from bot.settings import Settings

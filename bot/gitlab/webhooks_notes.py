@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from bot.gitlab.ids import mr_number
+from bot.forge_ids import mr_number
 from bot.gitlab.webhooks_context import BotMergeRequest, Project, bot_merge_request, is_bot_user, project
 from bot.jobs import JobDetails, JobKind, JobRequest
 from bot.settings import Settings
@@ -75,4 +75,4 @@ def _place(where: Project, target: Any, iid: int, on_mr: bool) -> tuple[dict[str
     ours = bot_merge_request(where, target)
     if isinstance(ours, BotMergeRequest):
         return {"pull_request": ours.iid}, ours.issue
-    return {"on_pull_request": True}, mr_number(iid)  # numbered apart from the issues (bot/gitlab/ids.py)
+    return {"on_pull_request": True}, mr_number(iid)  # numbered apart from the issues (bot/forge_ids.py)

@@ -15,7 +15,7 @@ import re
 import time
 from typing import Any
 
-from bot.gitlab.ids import mr_number
+from bot.forge_ids import mr_number
 from bot.jobs import REVIEW_STATES, Job, JobKind, PrEvent
 from bot.ledger.sql import pr_url_pattern
 
@@ -126,7 +126,7 @@ def as_outcome(row: tuple[Any, ...]) -> dict[str, Any]:
 
 
 def pull_of(pr_url: str | None) -> int | None:
-    """The PR number in a PR url (a GitLab merge request's as bot/gitlab/ids.py numbers it), or None."""
+    """The PR number in a PR url (a GitLab merge request's as bot/forge_ids.py numbers it), or None."""
     match = _PULL_URL.search(pr_url or "")
     if match is None:
         return None

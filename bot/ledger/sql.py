@@ -9,7 +9,7 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
 
-from bot.gitlab.ids import iid_of, is_mr
+from bot.forge_ids import iid_of, is_mr
 from bot.jobs import InstallationChange, Job, JobDetails, JobKind, JobRequest, JobStatus
 
 COLUMNS = (
@@ -86,7 +86,7 @@ def row_to_job(row: tuple[Any, ...]) -> Job:
 
 def pr_url_pattern(pull: int) -> str:
     """The LIKE pattern of the url of PR `pull`: `/pull/N` on GitHub; on GitLab a merge request goes by its iid
-    lifted above every issue's (bot/gitlab/ids.py) and its url ends `/-/merge_requests/<iid>`."""
+    lifted above every issue's (bot/forge_ids.py) and its url ends `/-/merge_requests/<iid>`."""
     return f"%/merge_requests/{iid_of(pull)}" if is_mr(pull) else f"%/pull/{pull}"
 
 

@@ -45,8 +45,8 @@ GITLAB = Layout(".gitlab/mini-fix.yml", "mini-fix", ".gitlab")
 
 
 def layout_for(installation_id: int) -> Layout:
-    """The forge's layout for a job's installation (GitLab's ids are negative: `bot.gitlab.ids`)."""
-    from bot.gitlab.ids import is_gitlab
+    """The forge's layout for a job's installation (GitLab's ids are negative: `bot.forge_ids`)."""
+    from bot.forge_ids import is_gitlab
 
     return GITLAB if is_gitlab(installation_id) else GITHUB
 

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from bot.gitlab.ids import mr_number
+from bot.forge_ids import mr_number
 from bot.jobs import InstallationChange, JobDetails, JobKind, JobRequest, JobStatus, PrEvent
 from bot.ledger import open_ledger
 from bot.ledger.fair import ClaimPolicy

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from bot.forge_ids import mr_number
 from bot.github.gateway import GitHubError, RateLimited, can_write, git_username
 from bot.gitlab.gateway import GITLAB_CI, GitLabForge, GitLabGateway
-from bot.gitlab.ids import mr_number
 from bot.gitlab.traces import clean_trace
 from tests.support.fake_gitlab import DEVELOPER, MAINTAINER, OWNER, REPORTER, FakeGitLab
 

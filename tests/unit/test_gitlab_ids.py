@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from bot.gitlab.ids import installation_of, is_gitlab
+from bot.forge_ids import installation_of, is_gitlab
 
 
 def test_a_groups_projects_share_one_negative_installation_id() -> None:
@@ -32,7 +32,7 @@ def test_gitlab_secrets_are_redacted_like_githubs() -> None:
 
 
 def test_a_merge_requests_url_gives_its_lifted_number_and_a_prs_its_own() -> None:
-    from bot.gitlab.ids import mr_number
+    from bot.forge_ids import mr_number
     from bot.ledger.pr_outcomes import pull_of
 
     assert pull_of("https://gitlab.example.org/g/sub/p/-/merge_requests/7") == mr_number(7)

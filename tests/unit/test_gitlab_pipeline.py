@@ -11,8 +11,8 @@ import pytest
 from pydantic import SecretStr
 
 from bot.agent.config import load_config
+from bot.forge_ids import installation_of, mr_number
 from bot.github.gateway import GitHubGateway
-from bot.gitlab.ids import installation_of, mr_number
 from bot.gitlab.routing import by_forge, gitlab_factory
 from bot.jobs import Job, JobDetails, JobKind, JobStatus
 from bot.pipeline.deps import PipelineDeps

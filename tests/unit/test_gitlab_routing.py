@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 from pydantic import SecretStr
 
+from bot.forge_ids import installation_of
 from bot.github.gateway import GitHubError
 from bot.gitlab.gateway import GitLabGateway
-from bot.gitlab.ids import installation_of
 from bot.gitlab.routing import by_forge, gitlab_factory
 from bot.pipeline.git import gitops
 from bot.pipeline.git.diffpaths import protected

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from bot.gitlab.ids import installation_of, mr_number
+from bot.forge_ids import installation_of, mr_number
 from bot.gitlab.webhooks import decide
 from bot.jobs import JobKind
 from bot.settings import Settings
@@ -103,7 +103,7 @@ def test_retry_on_mini_fix_mr_goes_to_its_issue_and_on_another_mr_keeps_the_mr_i
     ours = run("Note Hook", note_hook(REPO, 3, "/agent retry --fresh", on="MergeRequest"), settings).job
     assert (ours.issue, ours.details.pull_request, ours.details.fresh, ours.details.on_pull_request) == (
         1,
-        mr_number(3),  # MR !3, numbered apart from issue #3 (bot/gitlab/ids.py)
+        mr_number(3),  # MR !3, numbered apart from issue #3 (bot/forge_ids.py)
         True,
         False,
     )

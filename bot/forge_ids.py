@@ -1,4 +1,4 @@
-"""How a GitLab project shows up in a job's `installation_id`, so every stage keeps its (installation, repo) shape.
+"""Which forge a job belongs to, from the numbers it carries: a GitLab project's installation id and merge requests.
 
 GitLab has no App installation; its unit of sharing is the top-level group (or user namespace). A GitLab job's
 installation id is a negative number derived from that namespace's path: GitHub's installation ids are always
