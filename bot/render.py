@@ -1,8 +1,11 @@
-"""Everything mini-fix writes on GitHub, rendered from the Markdown templates in prompts/."""
+"""Everything mini-fix writes on GitHub (or GitLab), rendered from the Markdown templates in prompts/."""
 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -11,6 +14,7 @@ from typing import Any
 import jinja2
 import yaml
 
+from bot.forge_ids import iid_of, is_gitlab, is_mr
 from bot.jobs import Outcome
 
 PROMPTS_DIR = Path(__file__).resolve().parent.parent / "prompts"
@@ -20,6 +24,32 @@ _DIFF_HEADER = re.compile(r"^diff --git a/(.+?) b/(.+)$")
 # `Fixes #1`, `closes: owner/repo#2`: possessive and atomic, so a long run of spaces costs one pass, not n².
 _CLOSING = re.compile(r"\b((?:close|fix|resolve)(?:s|d|es|ed)?)((?:\s*+:)?\s++)(?=[\w./-]*+#\d)", re.IGNORECASE)
 MAX_UNTRUSTED = 20_000
+
+
+# Which forge the text being rendered goes to: a GitLab job's comments say "merge request" and `!iid`.
+_GITLAB: ContextVar[bool] = ContextVar("gitlab", default=False)
+
+
+@contextmanager
+def forge_words(installation_id: int) -> Iterator[None]:
+    """Render as the forge of a job with this installation id (bot/forge_ids.py) for the block's duration."""
+    token = _GITLAB.set(is_gitlab(installation_id))
+    try:
+        yield
+    finally:
+        _GITLAB.reset(token)
+
+
+class _PullRequestNoun:
+    """The templates' `{{ pr }}`: "pull request" on GitHub, "merge request" on GitLab."""
+
+    def __str__(self) -> str:
+        return "merge request" if _GITLAB.get() else "pull request"
+
+
+def pr_ref(number: int) -> str:
+    """How a PR is referred to in text: `#12` on GitHub, `!3` for a GitLab merge request (its iid)."""
+    return f"!{iid_of(number)}" if _GITLAB.get() and is_mr(number) else f"#{number}"
 
 
 @dataclass(frozen=True)
@@ -89,7 +119,9 @@ def environment() -> jinja2.Environment:
         untrusted=untrusted,
         duration=duration,
         thousands=thousands,
+        pr_ref=pr_ref,
     )
+    env.globals["pr"] = _PullRequestNoun()
     return env
 
 

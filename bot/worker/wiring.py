@@ -30,6 +30,7 @@ from bot.pipeline.runconfig import sandbox_limit
 from bot.pipeline.runtime import Runtime
 from bot.pipeline.task.asks import AskLedger
 from bot.pipeline.task.followup import IssueJobs
+from bot.render import forge_words
 from bot.settings import Settings
 from bot.trajectory_store import shared_saver
 from bot.worker import quotas, usage
@@ -126,7 +127,8 @@ def build_runner(
             setup=setup,
             run_started=run_started,
         )
-        return run_pipeline(job, cancel, deps)
+        with forge_words(job.installation_id):  # a GitLab job's texts say "merge request" and `!iid`
+            return run_pipeline(job, cancel, deps)
 
     return runner
 
