@@ -14,6 +14,7 @@ from bot.worker import quotas
 from tests.support.fake_github import FakeGitHub
 from tests.support.fake_github_config import commit_files
 from tests.support.scripted_model import bash
+from tests.unit.test_attempts import Attempts
 from tests.unit.test_pipeline import FIX, REPO, World, github, run_job
 
 __all__ = ["github"]
@@ -86,3 +87,19 @@ def test_a_spent_token_budget_stops_the_attempts_but_leaves_their_containers() -
     assert budget.stop.is_set() and not budget.closing.is_set() and "MINIFIX_MAX_TOKENS" in budget.tokens_spent
     budget.halt("/agent stop by @alice")  # a stop of the job still removes them at once
     assert budget.closing.is_set()
+
+
+def test_with_several_attempts_the_one_with_a_change_is_kept_when_the_budget_stops_them_all(
+    github: FakeGitHub, tmp_path: Path
+) -> None:
+    commit_files(github, REPO, {CONFIG: "attempts: 2\n"})
+    idle = [bash("true")] * 30  # changes nothing: no partial work to keep
+    world = Attempts(github, tmp_path, {0.0: list(BUSY), 0.7: idle}, max_tokens=1000)
+    outcome = world.run()
+    assert outcome.status == JobStatus.SUCCEEDED, outcome.error
+    [pr] = github.pulls
+    assert pr["draft"] and pr["title"].startswith("[WIP] ")
+    assert "token budget over all attempts (1,000, MINIFIX_MAX_TOKENS)" in pr["body"]
+    head = github.branch_head(REPO, f"mini-fix/issue-{world.issue}")
+    assert head and "a + b" in github.show(REPO, head, "calc.py")
+    assert all(box.closed for box in world.sandboxes)  # each container still removed once its work was taken
