@@ -75,6 +75,7 @@ class Candidate:
     seconds: float = 0.0
     error: str = ""  # how the attempt ended when it did not submit (the outcome's detail)
     partial: Change | None = None  # what it left when a step, token or time limit ended it (keep_partial_work)
+    budget_end: str = ""  # the job budget or quota that stopped it (the host's own reason), when its partial is kept
 
     def judged(self, verdict: Verdict | None) -> Candidate:
         """A copy with the App's verdict (None: not verified, the copy is the same); this one is left as it was."""

@@ -99,14 +99,16 @@ class JobBudget:
     """The job's total over all its attempts: tokens and wall time; once either is spent every attempt stops.
 
     `stop` is what the attempts watch: set by the job's own cancel flag (`/agent stop`, shutdown) or by the
-    budget; `spent` says which budget, '' when none was."""
+    budget; `spent` says which budget, '' when none was. `closing` is set with it, except by a spent token budget
+    (`tokens_spent` says why): that one stops the agents at their next step and leaves their containers to them,
+    so that their work so far can still be taken out (`keep_partial_work`)."""
 
     def __init__(
         self, *, tokens: int, seconds: float, cancel: threading.Event, clock: Callable[[], float] = time.monotonic
     ) -> None:
         self.tokens, self.seconds, self.cancel, self.clock = tokens, seconds, cancel, clock
-        self.stop = CancelSignal()
-        self.spent = ""
+        self.stop, self.closing = CancelSignal(), CancelSignal()
+        self.spent = self.tokens_spent = ""
         self._tokens_why = quota_notes.token_budget_reason(tokens)  # a quota set it: on this (the job's) thread
         self._used: dict[int, int] = {}
         self._lock = threading.Lock()
@@ -122,14 +124,23 @@ class JobBudget:
             self._used[attempt] = tokens
             total = sum(self._used.values())
         if 0 < self.tokens <= total:
-            self._spend(
+            why = (
                 self._tokens_why
                 or f"the job's token budget over all attempts ({self.tokens:,}, MINIFIX_MAX_TOKENS) was spent"
             )
+            with self._lock:
+                self.tokens_spent = self.tokens_spent or why
+            self._spend(why, close=False)
 
-    def _spend(self, why: str) -> None:
+    def _spend(self, why: str, *, close: bool = True) -> None:
         with self._lock:
             self.spent = self.spent or why
+        self.halt(why, close=close)
+
+    def halt(self, why: str, *, close: bool = True) -> None:
+        """Stop every attempt (`stop`); `close`: remove their containers at once too (`closing`)."""
+        if close:
+            self.closing.cancel(why)
         self.stop.cancel(why)
 
     @contextmanager
@@ -141,14 +152,14 @@ class JobBudget:
         def watch() -> None:
             while not done.wait(POLL_SECONDS):
                 if self.cancel.is_set():
-                    self.stop.cancel(cancel_reason(self.cancel) or "the job was stopped")
+                    self.halt(cancel_reason(self.cancel) or "the job was stopped")
                     return
                 if 0 < self.seconds <= self.clock() - started:
                     self._spend(f"the job's wall time over all attempts ({self.seconds:g} s) ran out")
                     return
 
         if self.cancel.is_set():
-            self.stop.cancel(cancel_reason(self.cancel) or "the job was stopped")
+            self.halt(cancel_reason(self.cancel) or "the job was stopped")
         watcher = threading.Thread(target=watch, name="job-budget", daemon=True)
         watcher.start()
         try:

@@ -12,6 +12,7 @@ from bot.ledger import quota_notes
 from bot.pipeline.capacity import JobBudget
 from bot.worker import quotas
 from tests.support.fake_github import FakeGitHub
+from tests.support.fake_github_config import commit_files
 from tests.support.scripted_model import bash
 from tests.unit.test_pipeline import FIX, REPO, World, github, run_job
 
@@ -31,6 +32,7 @@ def test_a_budget_a_quota_set_names_the_quota_from_any_thread() -> None:
 
 
 def test_crossing_a_token_quota_mid_run_stops_it_with_the_quota_named(github: FakeGitHub, tmp_path: Path) -> None:
+    commit_files(github, REPO, {".github/mini-fix.yml": "keep_partial_work: false\n"})  # else a [WIP] draft
     world = World(github, tmp_path, [FIX, *[bash("true")] * 20])
     settings = world.settings.model_copy(update={"quota_tokens_per_month": 10_000, "max_tokens": 1_000_000})
 

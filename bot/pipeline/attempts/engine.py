@@ -76,7 +76,7 @@ class Attempts:
                 for thread in threads:
                     thread.join()
             except BaseException:  # Ctrl-C in `mini-fix run`: every attempt stops and removes its container
-                self.plan.budget.stop.cancel("interrupted")
+                self.plan.budget.halt("interrupted")
                 for thread in threads:
                     thread.join(STOP_WAIT)
                 raise
@@ -181,6 +181,8 @@ class Attempts:
                     checkout=checkout,
                     tolerant=plan.setup_tolerant,
                 )
+            keeps = plan.config.keep_partial_work  # then a spent token budget leaves the container to take work from
+            with execute.closed_on_cancel(sandbox, plan.budget.closing if keeps else plan.budget.stop):
                 attempt.result = execute.run_agent(
                     model,
                     sandbox,
@@ -195,8 +197,9 @@ class Attempts:
                 _counted(candidate, attempt.result)
                 take = partial(execute.take_change, sandbox, checkout, export, max_bytes=plan.max_export_bytes,
                                exclude=excludes, caps=plan.caps)  # fmt: skip
-                if plan.config.keep_partial_work and exits.limit_ended(attempt.result.exit_status):
-                    candidate.partial = _partial(take)
+                budget_end = self._budget_end(attempt.result)
+                if keeps and (exits.limit_ended(attempt.result.exit_status) or budget_end):
+                    candidate.partial, candidate.budget_end = _partial(take), budget_end
                 execute.require_submission(attempt.result)
                 candidate.change = take(exported=release)
         finally:
@@ -226,6 +229,14 @@ class Attempts:
     def _on_step(self, index: int, event: StepEvent) -> None:
         self.plan.budget.count(index, event.prompt_tokens + event.completion_tokens)
         self.plan.on_step(index, event)
+
+    def _budget_end(self, result: AgentResult) -> str:
+        """Why the job's token budget (or the quota that set it) stopped this agent, from the host's own count;
+        '' when it ended otherwise (a stop of the job or its wall time closes the container: no work is kept)."""
+        budget = self.plan.budget
+        if result.exit_status != exits.CANCELLED or budget.cancel.is_set() or budget.closing.is_set():
+            return ""
+        return budget.tokens_spent
 
     def _stopped(self, exc: RunFailed) -> RunFailed:
         """An attempt stopped by the job's total budget ran out of budget; one stopped by the job was cancelled."""

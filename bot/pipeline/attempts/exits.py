@@ -7,6 +7,7 @@ from typing import NamedTuple
 from bot.jobs import Outcome
 
 SUBMITTED = "Submitted"
+CANCELLED = "Cancelled"  # the agent saw its stop flag (the job was stopped, or its budget spent)
 
 
 class Exit(NamedTuple):
@@ -52,7 +53,7 @@ EXITS = {
     "ModelBadRequest": Exit(
         Outcome.MODEL_UNAVAILABLE, "the model server rejected the request: check the model's kwargs in the config"
     ),
-    "Cancelled": Exit(Outcome.CANCELLED, "the run was interrupted"),
+    CANCELLED: Exit(Outcome.CANCELLED, "the run was interrupted"),
 }
 CRASHED = Exit(Outcome.AGENT_CRASHED, "the agent crashed; see the trajectory")
 """Any other exit status (an exception's name) is a crash."""

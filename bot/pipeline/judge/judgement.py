@@ -59,7 +59,7 @@ class Judgement:
     attempts: tuple[Attempt, ...]  # copies of the attempts given, each with its refusals and verdicts
     choice: Choice  # the ranking over their candidates, with a reason for every attempt
     chosen: Attempt | None  # what to publish: the chosen attempt, or partial work (`wip`); None: nothing
-    wip: str = ""  # the limit that ended the attempt whose partial change is published as work in progress
+    wip: str = ""  # the limit (or job budget, quota) that ended the attempt whose partial change is published as WIP
     failure: RunFailed | None = None  # how the job ends when nothing may be proposed
     refused: tuple[str, ...] = ()  # the refused paths, when refusal is that ending
 
@@ -117,7 +117,8 @@ def judge(
         return Judgement(judged, choice, chosen)
     partial = partial_work(list(judged), repo, secrets) if repo.keep_partial_work else None
     if partial is not None and partial.result is not None:
-        return Judgement(judged, choice, partial, wip=exits.LIMIT_NAMES[partial.result.exit_status])
+        wip = exits.LIMIT_NAMES.get(partial.result.exit_status) or partial.candidate.budget_end
+        return Judgement(judged, choice, partial, wip=wip)
     failure, paths = none_acceptable(list(judged))
     return Judgement(judged, choice, None, failure=failure, refused=tuple(paths))
 

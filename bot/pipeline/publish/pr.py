@@ -10,6 +10,7 @@ from typing import Any
 from bot.agent.loop import AgentResult
 from bot.github.gateway import GitHubGateway, Issue, PullRequest, can_write
 from bot.jobs import JobKind, Outcome, RunInfo
+from bot.pipeline.attempts import exits
 from bot.pipeline.attempts.execute import git_failure
 from bot.pipeline.errors import RunFailed
 from bot.pipeline.git import gitops
@@ -138,7 +139,14 @@ WIP_PREFIX = "[WIP] "
 
 
 def wip_note(limit: str) -> str:
-    """What the status comment and the PR body say about a change published when a limit ended its run."""
+    """What the status comment and the PR body say about a change published when a limit ended its run: one of the
+    agent's own (`exits.LIMIT_NAMES`), or the job's token budget or a quota, by its stop reason."""
+    if limit not in exits.LIMIT_NAMES.values():
+        return (
+            f"Incomplete: the run was stopped before the agent finished: {limit}. This is the work it had done by "
+            "then (it passed the protected-path and secret checks, nothing more). Comment `/agent retry <guidance>` "
+            "to continue from it."
+        )
     return (
         f"Incomplete: the agent reached its {limit} before it finished, and this is the work it had done by then "
         "(it passed the protected-path and secret checks, nothing more). Comment `/agent retry <guidance>` to "
