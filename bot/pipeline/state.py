@@ -29,6 +29,18 @@ class Judged:
     link_run_id: str | None = None  # the run id whose trajectory the links show (the chosen attempt's)
 
 
+@dataclass(frozen=True)
+class Given:
+    """What a run is given and never changes: the steps read these, not the mutable `RunState`."""
+
+    job: Job
+    gh: GitHubGateway
+    number: int
+    run_id: str
+    cancel: threading.Event
+    kind: Kind
+
+
 @dataclass
 class RunState:
     """One run, handed forward through the steps: what it was given, then what it has learned, for the report."""
