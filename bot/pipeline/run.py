@@ -180,7 +180,8 @@ def _run(
 def _work(state: RunState, given: Given, deps: PipelineDeps, resolved: RunConfig) -> None:
     """Clone, run the job's attempts in parallel, judge them with the App's own tests, publish the chosen one.
     The steps read what the run was given from `given`; `state` takes what the run learns, for the report."""
-    gh, run_id, cancel, status = given.gh, given.run_id, given.cancel, state.status
+    gh, run_id, cancel = given.gh, given.run_id, given.cancel
+    status = state.status
     issue = gh.get_issue(given.number)
     issue = Issue(issue.number, clean(issue.title), issue.body, issue.author, issue.state)
     repo = gh.get_repo()
@@ -201,9 +202,10 @@ def _work(state: RunState, given: Given, deps: PipelineDeps, resolved: RunConfig
             setup.trust(checkout, gitops.head(checkout))
         _not_duplicate(gh, status, issue, repo, start)  # before the agent: no run spent on a change nobody publishes
         _check_cancel(cancel)
-        settled, state.config = _settle(status, plan, with_setup(resolved, checkout, deps.settings), checkout)
+        settled, config = _settle(status, plan, with_setup(resolved, checkout, deps.settings), checkout)
+        state.config = config
         task = given.kind.task(given.job, gh, issue, status.comment_id)
-        if extra := guidance(state.config, checkout):
+        if extra := guidance(config, checkout):
             task = f"{task}\n\n{extra}"
         if earlier := branch.builds_on(checkout, token, start, depth=execute.CLONE_DEPTH):
             task = f"{task}\n\n{earlier}"
@@ -213,19 +215,26 @@ def _work(state: RunState, given: Given, deps: PipelineDeps, resolved: RunConfig
         runs = started.run(task, checkout, tmp, secrets, settled)
         _check_cancel(cancel)
         judgement = judge(runs, Checks.of(settled, checkout, tmp), secrets=secrets, mirror=deps.save_trajectory)
-        chosen = _judged(state, cancel, judgement, deps.settings)
+        state.judged = Judged(tuple(judgement.candidates))  # a stopped job's statistics still count its attempts
+        _check_cancel(cancel)  # a stopped job's ending comes before anything else is taken from the judgement
+        judged, chosen = _judged(judgement, resolved.attempts, deps.settings)
+        state.judged = judged
+        status.say(Said("exit_status", judgement.exit_status))
+        if chosen is None:
+            assert judgement.failure is not None
+            raise judgement.failure
         assert chosen.candidate.change is not None and chosen.result is not None
         diff = chosen.candidate.change.diff
         _check_cancel(cancel)
-        pushed = _push(given, status, state.judged.wip, issue, repo, checkout, diff, token, start)
-        whole = _whole_diff(state.config, status, cancel, checkout, token, start, pushed)
+        pushed = _push(given, status, judged.wip, issue, repo, checkout, diff, token, start)
+        whole = _whole_diff(config, status, cancel, checkout, token, start, pushed)
     link, run = run_link(deps.settings, chosen.candidate.run_id), status.info()  # the run as the PR tells it
     # The body's warnings are about the whole PR: a run on the PR branch takes them from its whole diff.
     warned = replace(chosen.candidate, dropped=whole.dropped) if whole else chosen.candidate
     body_vars = {
         **pr_body_vars(issue, run, chosen.result, diff, link),
-        "test": state.judged.test,
-        "attempts_table": state.judged.table,
+        "test": judged.test,
+        "attempts_table": judged.table,
         "evidence": evidence(chosen.candidate),
         "dropped": dropped_text(warned),
         "dropped_notes": dropped_notes(warned),
@@ -234,12 +243,11 @@ def _work(state: RunState, given: Given, deps: PipelineDeps, resolved: RunConfig
     }
     # A branch moved by someone during the run: the new commit is proposed as a PR into it, never forced over it.
     base = start.branch if pushed.diverted else repo.default_branch
-    title = f"{WIP_PREFIX}{issue.title}" if state.judged.wip else issue.title
-    state.published = open_or_update_pr(
-        gh, issue=issue, base=base, body_vars=body_vars, head=pushed.branch, title=title
-    )
+    title = f"{WIP_PREFIX}{issue.title}" if judged.wip else issue.title
+    published = open_or_update_pr(gh, issue=issue, base=base, body_vars=body_vars, head=pushed.branch, title=title)
+    state.published = published
     messages = redact(chosen.result.messages, secrets)
-    attach_trajectory(gh, state.published.pr, messages, run=run, exit_status=chosen.result.exit_status, run_link=link)
+    attach_trajectory(gh, published.pr, messages, run=run, exit_status=chosen.result.exit_status, run_link=link)
     given.kind.answer(given.job, gh, run_id)
 
 
@@ -252,28 +260,22 @@ def _all_removed(removals: Removals) -> Iterator[None]:
         removals.wait()
 
 
-def _judged(state: RunState, cancel: threading.Event, judgement: Judgement, settings: Settings) -> Attempt:
-    """What the run learns from the judgement (the one place RunState takes it): the attempt to publish, or the
-    job's ending raised (a stopped job's, before anything else is taken)."""
+def _judged(judgement: Judgement, count: int, settings: Settings) -> tuple[Judged, Attempt | None]:
+    """What the run learns from the judgement, and the attempt to publish (None: `judgement.failure` ends the job)."""
     candidates = tuple(judgement.candidates)
-    state.judged = Judged(candidates)  # a stopped job's statistics still count its attempts
-    _check_cancel(cancel)
     table = ""
-    if state.count > 1:
+    if count > 1:
         links = {run.candidate.index: run_link(settings, run.candidate.run_id) if run.trajectory else None
                  for run in judgement.attempts}  # fmt: skip
         table = attempts_table(judgement.choice, judgement.candidates, links)
-    state.status.say(Said("exit_status", judgement.exit_status))
     chosen = judgement.chosen
     if chosen is None:
-        result = judgement.attempts[0].result if state.count == 1 else None
-        state.judged = Judged(candidates, table, judgement.wip, result, judgement.refused)
-        assert judgement.failure is not None
-        raise judgement.failure
-    state.judged = Judged(
+        result = judgement.attempts[0].result if count == 1 else None
+        return Judged(candidates, table, judgement.wip, result, judgement.refused), None
+    judged = Judged(
         candidates, table, judgement.wip, chosen.result, test=judgement.test, link_run_id=chosen.candidate.run_id
     )
-    return chosen
+    return judged, chosen
 
 
 def _repo_setup(status: StatusComment, full_name: str, deps: PipelineDeps, repo: RepoInfo) -> RepoSetup:
