@@ -217,7 +217,7 @@ def _work(state: RunState, given: Given, deps: PipelineDeps, resolved: RunConfig
         judgement = judge(runs, Checks.of(settled, checkout, tmp), secrets=secrets, mirror=deps.save_trajectory)
         state.judged = Judged(tuple(judgement.candidates))  # a stopped job's statistics still count its attempts
         _check_cancel(cancel)  # a stopped job's ending comes before anything else is taken from the judgement
-        judged, chosen = _judged(judgement, resolved.attempts, deps.settings)
+        judged, chosen = _judged(judgement, state.count, deps.settings)
         state.judged = judged
         status.say(Said("exit_status", judgement.exit_status))
         if chosen is None:
