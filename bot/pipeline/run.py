@@ -147,9 +147,7 @@ def _run(
     count = resolved.attempts
     status = StatusComment(gh, number, run, deps.clock, attempts=count, job_id=job.id)
     status.token_budget = deps.settings.max_tokens if count > 1 else 0
-    state = RunState(
-        job, gh, number, run_id, status, resolved.agent, resolved.model, cancel, kind, config=resolved.repo, count=count
-    )
+    state = RunState(run_id, status, config=resolved.repo, count=count)
     given = Given(job, gh, number, run_id, cancel, kind)  # what the steps read; `state` gathers what they learn
     state.status.start()
     # after the status comment: the reactions are content too, and go a second later while the run clones
