@@ -126,21 +126,22 @@ def run_local(request: LocalRunRequest, settings: Settings) -> int:
     print(f"run {run_id}: model {model.model_name} at {where}, profile {resolved.profile}; output {output}")
     if count > 1:
         print(f"{count} attempts in parallel; each one's files go in {output}/{run_id}-<k>/")
-    judgement = _run_attempts(request, settings, _attempt_plan(request, settings, resolved, testing, run_id, output))
+    plan = _attempt_plan(str(request.repo.resolve()), settings, resolved, testing, run_id, output)
+    judgement = _run_attempts(request.repo, request.task, settings.secrets, plan)
     return _write(judgement, output, count)  # a sandbox that fails ends its attempt: exit 3 when none ran
 
 
-def _run_attempts(request: LocalRunRequest, settings: Settings, plan: AttemptPlan) -> Judgement:
+def _run_attempts(repo: Path, task: str, secrets: list[str], plan: AttemptPlan) -> Judgement:
     """The App's own engine and judge: parallel attempts on a clean clone of the checkout's HEAD (the worker's git:
     `head_checkout`), the change taken out by the host, verified, chosen."""
     with tempfile.TemporaryDirectory(prefix=f"mini-fix-{plan.run_id}-") as tmp, started(plan) as attempts:
-        checkout = head_checkout(request.repo, Path(tmp) / "own-checkout")
-        runs = attempts.run(request.task, checkout, Path(tmp), settings.secrets)
-        return judge(runs, Checks.of(plan, checkout, Path(tmp)), secrets=settings.secrets)
+        checkout = head_checkout(repo, Path(tmp) / "own-checkout")
+        runs = attempts.run(task, checkout, Path(tmp), secrets)
+        return judge(runs, Checks.of(plan, checkout, Path(tmp)), secrets=secrets)
 
 
 def _attempt_plan(
-    request: LocalRunRequest,
+    name: str,
     settings: Settings,
     resolved: RunConfig,
     testing: infer.TestPlan,
@@ -148,10 +149,10 @@ def _attempt_plan(
     output: Path,
 ) -> AttemptPlan:
     """The attempts of one local run: the shared runtime, output under `output`, printed steps (an inferred setup's
-    failure is printed and the run goes on: the plan's `setup_tolerant`)."""
+    failure is printed and the run goes on: the plan's `setup_tolerant`); `name`: the checkout's resolved path."""
     runtime, count = Runtime(settings), resolved.attempts
     options = SetupOptions.from_settings(settings)
-    setup = RepoSetup(str(request.repo.resolve()), options, on_report=_said, trust_clean_trees=True)
+    setup = RepoSetup(name, options, on_report=_said, trust_clean_trees=True)
     return AttemptPlan.of(
         resolved,
         (resolved.repo, testing),  # the checkout's tests, inferred before the configuration was resolved
@@ -159,7 +160,7 @@ def _attempt_plan(
         factory=setup.bind(runtime.sandboxes()),  # the App's setup time limit and cache, for attempts and verify
         make_model=runtime.model,
         trajectory_path=lambda rid: output / "trajectory.json" if rid == run_id else output / rid / "trajectory.json",
-        meta={"repo": str(request.repo.resolve()), "profile": resolved.profile},
+        meta={"repo": name, "profile": resolved.profile},
         cancel=threading.Event(),  # nothing stops a local run but ^C
         on_step=lambda k, event: print_step(event, attempt=k if count > 1 else None),
         on_end=lambda k, how: print(f"attempt {k}: {how}", flush=True) if count > 1 else None,

@@ -10,34 +10,36 @@ from bot.pipeline.capacity import Removals
 from bot.pipeline.deps import PipelineDeps
 from bot.pipeline.publish.status import StatusComment
 from bot.pipeline.runconfig import RunConfig
-from bot.pipeline.state import RunState
+from bot.pipeline.state import Given
 
 
-def plan_for(state: RunState, deps: PipelineDeps, resolved: RunConfig, removals: Removals) -> AttemptPlan:
+def plan_for(
+    given: Given, status: StatusComment, deps: PipelineDeps, resolved: RunConfig, removals: Removals
+) -> AttemptPlan:
     """What the job's attempts share: sandbox, agent, model, budgets, slots, background removals, trajectory
     places, progress."""
     settings = deps.settings
     return AttemptPlan.of(
         resolved,
-        run_id=state.run_id,
+        run_id=given.run_id,
         factory=deps.sandbox,
         make_model=deps.model,
         trajectory_path=lambda run_id: settings.data_dir / "runs" / run_id / "trajectory.json",
         meta={
-            "repo": state.job.repo,
-            "issue": state.number,
-            "job_id": state.job.id,
-            "training": state.config.training,
-            "model": state.model.model_name,
-            "profile": state.agent.profile,
+            "repo": given.job.repo,
+            "issue": given.number,
+            "job_id": given.job.id,
+            "training": resolved.repo.training,
+            "model": resolved.model.model_name,
+            "profile": resolved.agent.profile,
         },
-        cancel=state.cancel,
+        cancel=given.cancel,
         clock=deps.clock,
         slots=deps.sandbox_slots,
         removals=removals,
         mirror=deps.save_trajectory,
-        on_step=partial(on_step, state.status),
-        on_end=state.status.ended if state.count > 1 else _quiet,
+        on_step=partial(on_step, status),
+        on_end=status.ended if resolved.attempts > 1 else _quiet,
     )
 
 

@@ -46,12 +46,13 @@ from bot.pipeline.publish.tokens import FreshToken
 from bot.pipeline.publish.whole import WholeDiff, whole_diff
 from bot.pipeline.report import report, run_link
 from bot.pipeline.runconfig import RunConfig, resolve, with_setup
-from bot.pipeline.state import Judged, RunState
+from bot.pipeline.state import Given, Judged, RunState
 from bot.pipeline.task import asks
 from bot.pipeline.task.issue import clean
 from bot.pipeline.task.kinds import Kind, kind_of
 from bot.render import outcome, render
 from bot.repo_config import devcontainer, infer
+from bot.repo_config.schema import RepoConfig
 from bot.repo_config.setup_infer import SetupPlan
 from bot.settings import Settings
 from bot.trajectory import redact
@@ -146,16 +147,15 @@ def _run(
     count = resolved.attempts
     status = StatusComment(gh, number, run, deps.clock, attempts=count, job_id=job.id)
     status.token_budget = deps.settings.max_tokens if count > 1 else 0
-    state = RunState(
-        job, gh, number, run_id, status, resolved.agent, resolved.model, cancel, kind, config=resolved.repo, count=count
-    )
+    state = RunState(run_id, status, config=resolved.repo, count=count)
+    given = Given(job, gh, number, run_id, cancel, kind)  # what the steps read; `state` gathers what they learn
     state.status.start()
     # after the status comment: the reactions are content too, and go a second later while the run clones
     gh.add_reaction(number, "eyes")
     if job.comment_id:
         gh.add_reaction(number, "eyes", comment_id=job.comment_id)
     try:
-        _work(state, deps, resolved)
+        _work(state, given, deps, resolved)
         key, detail = (Outcome.PR_OPENED if state.published and state.published.created else Outcome.PR_UPDATED), ""
     except RunFailed as exc:
         key, detail = exc.outcome, exc.detail
@@ -175,16 +175,18 @@ def _run(
     return report(state, key, detail, deps.settings)
 
 
-def _work(state: RunState, deps: PipelineDeps, resolved: RunConfig) -> None:
-    """Clone, run the job's attempts in parallel, judge them with the App's own tests, publish the chosen one."""
-    gh, run_id, cancel = state.gh, state.run_id, state.cancel
-    issue = gh.get_issue(state.number)
+def _work(state: RunState, given: Given, deps: PipelineDeps, resolved: RunConfig) -> None:
+    """Clone, run the job's attempts in parallel, judge them with the App's own tests, publish the chosen one.
+    The steps read what the run was given from `given`; `state` takes what the run learns, for the report."""
+    gh, run_id, cancel = given.gh, given.run_id, given.cancel
+    status = state.status
+    issue = gh.get_issue(given.number)
     issue = Issue(issue.number, clean(issue.title), issue.body, issue.author, issue.state)
     repo = gh.get_repo()
-    setup = _repo_setup(state, deps, repo)
+    setup = _repo_setup(status, given.job.repo, deps, repo)
     deps = replace(deps, sandbox=setup.bind(deps.sandbox))  # attempts' and verify's sandboxes
     removals = Removals()  # containers go in the background; all gone before the PR
-    plan = jobplan.plan_for(state, deps, resolved, removals)
+    plan = jobplan.plan_for(given, status, deps, resolved, removals)
     with (
         _all_removed(removals),
         engine.started(plan) as started,
@@ -193,36 +195,44 @@ def _work(state: RunState, deps: PipelineDeps, resolved: RunConfig) -> None:
         tmp = Path(name)
         checkout = tmp / "repo"
         token = FreshToken(gh.git_credential)  # minted again near its expiry: a long run's push still works
-        start = _start(state, repo, checkout, token, deps)
+        start = _start(given.job, given.number, repo, checkout, token, deps.settings.max_clone_bytes)
         if not start.on_pr:  # the default branch's head: its setup's result may be cached (setup_cache.trusts)
             setup.trust(checkout, gitops.head(checkout))
-        _not_duplicate(state, issue, repo, start)  # before the agent: no run spent on a change nobody publishes
+        _not_duplicate(gh, status, issue, repo, start)  # before the agent: no run spent on a change nobody publishes
         _check_cancel(cancel)
-        settled = _settle(state, plan, with_setup(resolved, checkout, deps.settings), checkout)
-        task = state.kind.task(state.job, gh, issue, state.status.comment_id)
-        if extra := guidance(state.config, checkout):
+        settled, config = _settle(status, plan, with_setup(resolved, checkout, deps.settings), checkout)
+        state.config = config
+        task = given.kind.task(given.job, gh, issue, status.comment_id)
+        if extra := guidance(config, checkout):
             task = f"{task}\n\n{extra}"
         if earlier := branch.builds_on(checkout, token, start, depth=execute.CLONE_DEPTH):
             task = f"{task}\n\n{earlier}"
         secrets = [*token.minted, *deps.settings.secrets]
-        if state.kind.counted and deps.run_started is not None:
-            deps.run_started(state.job)  # from here on it counts toward `ci_followups` (followup.ci_done), once
+        if given.kind.counted and deps.run_started is not None:
+            deps.run_started(given.job)  # from here on it counts toward `ci_followups` (followup.ci_done), once
         runs = started.run(task, checkout, tmp, secrets, settled)
         _check_cancel(cancel)
         judgement = judge(runs, Checks.of(settled, checkout, tmp), secrets=secrets, mirror=deps.save_trajectory)
-        chosen = _judged(state, judgement, deps.settings)
+        state.judged = Judged(tuple(judgement.candidates))  # a stopped job's statistics still count its attempts
+        _check_cancel(cancel)  # a stopped job's ending comes before anything else is taken from the judgement
+        judged, chosen = _judged(judgement, state.count, deps.settings)
+        state.judged = judged
+        status.say(Said("exit_status", judgement.exit_status))
+        if chosen is None:
+            assert judgement.failure is not None
+            raise judgement.failure
         assert chosen.candidate.change is not None and chosen.result is not None
         diff = chosen.candidate.change.diff
         _check_cancel(cancel)
-        pushed = _push(state, issue, repo, checkout, diff, token, start)
-        whole = _whole_diff(state, checkout, token, start, pushed)
-    link, run = run_link(deps.settings, chosen.candidate.run_id), state.status.info()  # the run as the PR tells it
+        pushed = _push(given, status, judged.wip, issue, repo, checkout, diff, token, start)
+        whole = _whole_diff(config, status, cancel, checkout, token, start, pushed)
+    link, run = run_link(deps.settings, chosen.candidate.run_id), status.info()  # the run as the PR tells it
     # The body's warnings are about the whole PR: a run on the PR branch takes them from its whole diff.
     warned = replace(chosen.candidate, dropped=whole.dropped) if whole else chosen.candidate
     body_vars = {
         **pr_body_vars(issue, run, chosen.result, diff, link),
-        "test": state.judged.test,
-        "attempts_table": state.judged.table,
+        "test": judged.test,
+        "attempts_table": judged.table,
         "evidence": evidence(chosen.candidate),
         "dropped": dropped_text(warned),
         "dropped_notes": dropped_notes(warned),
@@ -231,13 +241,12 @@ def _work(state: RunState, deps: PipelineDeps, resolved: RunConfig) -> None:
     }
     # A branch moved by someone during the run: the new commit is proposed as a PR into it, never forced over it.
     base = start.branch if pushed.diverted else repo.default_branch
-    title = f"{WIP_PREFIX}{issue.title}" if state.judged.wip else issue.title
-    state.published = open_or_update_pr(
-        gh, issue=issue, base=base, body_vars=body_vars, head=pushed.branch, title=title
-    )
+    title = f"{WIP_PREFIX}{issue.title}" if judged.wip else issue.title
+    published = open_or_update_pr(gh, issue=issue, base=base, body_vars=body_vars, head=pushed.branch, title=title)
+    state.published = published
     messages = redact(chosen.result.messages, secrets)
-    attach_trajectory(gh, state.published.pr, messages, run=run, exit_status=chosen.result.exit_status, run_link=link)
-    state.kind.answer(state.job, gh, run_id)
+    attach_trajectory(gh, published.pr, messages, run=run, exit_status=chosen.result.exit_status, run_link=link)
+    given.kind.answer(given.job, gh, run_id)
 
 
 @contextmanager
@@ -249,60 +258,68 @@ def _all_removed(removals: Removals) -> Iterator[None]:
         removals.wait()
 
 
-def _judged(state: RunState, judgement: Judgement, settings: Settings) -> Attempt:
-    """What the run learns from the judgement (the one place RunState takes it): the attempt to publish, or the
-    job's ending raised (a stopped job's, before anything else is taken)."""
+def _judged(judgement: Judgement, count: int, settings: Settings) -> tuple[Judged, Attempt | None]:
+    """What the run learns from the judgement, and the attempt to publish (None: `judgement.failure` ends the job)."""
     candidates = tuple(judgement.candidates)
-    state.judged = Judged(candidates)  # a stopped job's statistics still count its attempts
-    _check_cancel(state.cancel)
     table = ""
-    if state.count > 1:
+    if count > 1:
         links = {run.candidate.index: run_link(settings, run.candidate.run_id) if run.trajectory else None
                  for run in judgement.attempts}  # fmt: skip
         table = attempts_table(judgement.choice, judgement.candidates, links)
-    state.status.say(Said("exit_status", judgement.exit_status))
     chosen = judgement.chosen
     if chosen is None:
-        result = judgement.attempts[0].result if state.count == 1 else None
-        state.judged = Judged(candidates, table, judgement.wip, result, judgement.refused)
-        assert judgement.failure is not None
-        raise judgement.failure
-    state.judged = Judged(
+        result = judgement.attempts[0].result if count == 1 else None
+        return Judged(candidates, table, judgement.wip, result, judgement.refused), None
+    judged = Judged(
         candidates, table, judgement.wip, chosen.result, test=judgement.test, link_run_id=chosen.candidate.run_id
     )
-    return chosen
+    return judged, chosen
 
 
-def _repo_setup(state: RunState, deps: PipelineDeps, repo: RepoInfo) -> RepoSetup:
+def _repo_setup(status: StatusComment, full_name: str, deps: PipelineDeps, repo: RepoInfo) -> RepoSetup:
     """The job's repository setup (time limit, cache: `cache_owner`); what it did goes into the status comment and
     the PR."""
 
     def said(summary: str) -> None:
-        state.status.say(Said("setup", summary))  # the status comment's next edit shows it
+        status.say(Said("setup", summary))  # the status comment's next edit shows it
 
     options = deps.setup or SetupOptions.from_settings(deps.settings)
-    return RepoSetup(cache_owner(state.job.repo, repo.id), options, on_report=said)
+    return RepoSetup(cache_owner(full_name, repo.id), options, on_report=said)
 
 
 def _push(
-    state: RunState, issue: Issue, repo: RepoInfo, checkout: Path, diff: str, token: FreshToken, start: branch.Start
+    given: Given,
+    status: StatusComment,
+    wip: str,
+    issue: Issue,
+    repo: RepoInfo,
+    checkout: Path,
+    diff: str,
+    token: FreshToken,
+    start: branch.Start,
 ) -> branch.Pushed:
     """Commit and push the chosen change, unless another open PR already fixes the issue (then say so)."""
-    if state.judged.wip:
-        state.status.say(note(wip_note(state.judged.wip)))
-    _not_duplicate(state, issue, repo, start)  # again: a writer may have opened one during the run
-    if ended := state.kind.recheck(state.job, state.gh):  # never pushed to (or reopening) a closed or merged PR
-        state.status.say(Said("stop_reason", ended))
+    if wip:
+        status.say(note(wip_note(wip)))
+    _not_duplicate(given.gh, status, issue, repo, start)  # again: a writer may have opened one during the run
+    if ended := given.kind.recheck(given.job, given.gh):  # never pushed to (or reopening) a closed or merged PR
+        status.say(Said("stop_reason", ended))
         raise RunFailed(Outcome.PR_ENDED, ended)
     pushed = push_change(
-        state.gh, checkout, diff, issue=issue, run_id=state.run_id, token=token, start=start, kind=state.job.kind
+        given.gh, checkout, diff, issue=issue, run_id=given.run_id, token=token, start=start, kind=given.job.kind
     )
-    state.status.say(*map(note, push_notes(pushed, start, issue.number)))
+    status.say(*map(note, push_notes(pushed, start, issue.number)))
     return pushed
 
 
 def _whole_diff(
-    state: RunState, checkout: Path, token: FreshToken, start: branch.Start, pushed: branch.Pushed
+    config: RepoConfig,
+    status: StatusComment,
+    cancel: threading.Event,
+    checkout: Path,
+    token: FreshToken,
+    start: branch.Start,
+    pushed: branch.Pushed,
 ) -> WholeDiff | None:
     """For a run that built on the PR branch, the warnings of the PR's whole diff against the default branch (a
     fix's, or a diverted run's, own diff is its PR's whole diff: None)."""
@@ -313,13 +330,13 @@ def _whole_diff(
         return whole_diff(
             checkout,
             tip,
-            test_paths=list(state.config.test_paths),
-            protected_globs=list(state.config.protected_paths),
-            cancel=state.cancel,
+            test_paths=list(config.test_paths),
+            protected_globs=list(config.protected_paths),
+            cancel=cancel,
         )
     except (gitops.GitError, OSError) as exc:
         log.warning("whole_diff_not_checked", error=str(exc))
-        state.status.say(
+        status.say(
             note(
                 f"mini-fix could not compare the whole pull request with `{start.default_branch}`, so the warnings "
                 "here are about this run's change only: check the earlier commits for dropped tests yourself."
@@ -328,34 +345,37 @@ def _whole_diff(
         return None
 
 
-def _not_duplicate(state: RunState, issue: Issue, repo: RepoInfo, start: branch.Start) -> None:
+def _not_duplicate(gh: GitHubGateway, status: StatusComment, issue: Issue, repo: RepoInfo, start: branch.Start) -> None:
     """End the job when another open PR, by a writer or from the repository itself, already fixes the issue."""
-    if other := duplicate_pr(state.gh, number=issue.number, repo=repo.full_name, branch=start.branch):
-        state.status.say(note(f"Already fixed by the open pull request {other.url}."))
+    if other := duplicate_pr(gh, number=issue.number, repo=repo.full_name, branch=start.branch):
+        status.say(note(f"Already fixed by the open pull request {other.url}."))
         raise RunFailed(Outcome.DUPLICATE_PR, f"#{other.number} {other.url}")
 
 
-def _start(state: RunState, repo: RepoInfo, checkout: Path, token: FreshToken, deps: PipelineDeps) -> branch.Start:
+def _start(job: Job, number: int, repo: RepoInfo, checkout: Path, token: FreshToken, max_bytes: int) -> branch.Start:
     """Where the job starts (branch.plan_start), cloned into `checkout`."""
     try:
-        start = branch.plan_start(state.job, repo, state.number, token)
+        start = branch.plan_start(job, repo, number, token)
     except gitops.GitError as exc:
         raise RunFailed(Outcome.CLONE_FAILED, execute.git_failure(exc)) from exc
-    execute.clone(repo, token, checkout, max_bytes=deps.settings.max_clone_bytes, branch=start.source)
+    execute.clone(repo, token, checkout, max_bytes=max_bytes, branch=start.source)
     return start
 
 
-def _settle(state: RunState, plan: AttemptPlan, resolved: tuple[RunConfig, SetupPlan], checkout: Path) -> AttemptPlan:
+def _settle(
+    status: StatusComment, plan: AttemptPlan, resolved: tuple[RunConfig, SetupPlan], checkout: Path
+) -> tuple[AttemptPlan, RepoConfig]:
     """The plan once the clone settled the setup (the repository's, else inferred from the clone, with the proxy's
-    network) and the test command (configured, else inferred); the status comment says which of each and why."""
+    network) and the test command (configured, else inferred), and the repository's config with that test; the
+    status comment says which of each and why."""
     config, found = resolved
     if found.commands:
-        state.status.say(Said("setup_from", found.describe()))
+        status.say(Said("setup_from", found.describe()))
     tested = infer.resolve(config.repo, checkout)
-    state.config, testing = tested
+    repo_config, testing = tested
     command = f"`{testing.command}`" if testing.command else "none"
-    state.status.say(Said("tests", f"{command} ({testing.why})"))  # the status comment's next edit shows it
-    return plan.settled(config, tested)
+    status.say(Said("tests", f"{command} ({testing.why})"))  # the status comment's next edit shows it
+    return plan.settled(config, tested), repo_config
 
 
 def _check_cancel(cancel: threading.Event) -> None:

@@ -1,11 +1,10 @@
-"""One run's state, handed forward through the pipeline's steps and read by the final report."""
+"""One run's inputs (`Given`, read by the pipeline's steps) and what it learns (`RunState`, for the report)."""
 
 from __future__ import annotations
 
 import threading
 from dataclasses import dataclass, field
 
-from bot.agent.config import MiniFixAgentConfig, ModelConfig
 from bot.agent.loop import AgentResult
 from bot.github.gateway import GitHubGateway
 from bot.jobs import Job
@@ -29,19 +28,24 @@ class Judged:
     link_run_id: str | None = None  # the run id whose trajectory the links show (the chosen attempt's)
 
 
-@dataclass
-class RunState:
-    """One run, handed forward through the steps: what it was given, then what it has learned, for the report."""
+@dataclass(frozen=True)
+class Given:
+    """What a run is given and never changes: the steps read these, not the mutable `RunState`."""
 
     job: Job
     gh: GitHubGateway
     number: int
     run_id: str
-    status: StatusComment  # what the run learns goes there as events (`StatusComment.say`)
-    agent: MiniFixAgentConfig  # the deployment's agent config with the repository's own on top
-    model: ModelConfig
     cancel: threading.Event
-    kind: Kind  # what the job's kind does (`task.kinds`), chosen once
+    kind: Kind
+
+
+@dataclass
+class RunState:
+    """What one run has learned, recorded by `run._work` for the report (what it was given: `Given`)."""
+
+    run_id: str
+    status: StatusComment  # what the run learns goes there as events (`StatusComment.say`)
     judged: Judged = field(default_factory=Judged)  # what the judgement left, once it is known
     published: Published | None = None
     config: RepoConfig = field(default_factory=RepoConfig)
