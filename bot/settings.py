@@ -421,16 +421,19 @@ class Settings(BaseSettings):
         if not any(parts.values()):
             return None
         needed = ["MINIFIX_WEBHOOK_SECRET"] if webhooks_only else list(parts)
+        found = []
         if missing := [name for name in needed if not parts[name]]:
             unset = " and ".join(missing)
-            return f"GitHub is half-configured: {unset} not set (set it, or unset the other GitHub App settings)"
-        try:
-            self.require_webhook_secret()
-            if not webhooks_only:
-                self.require_private_key()
-        except SettingsError as exc:
-            return str(exc)
-        return None
+            found.append(f"GitHub is half-configured: {unset} not set (set it, or unset the other GitHub App settings)")
+        checks = [self.require_webhook_secret] if parts["MINIFIX_WEBHOOK_SECRET"] else []
+        if not webhooks_only and parts["MINIFIX_PRIVATE_KEY (or MINIFIX_PRIVATE_KEY_PATH)"]:
+            checks.append(self.require_private_key)  # a set key that is no PEM key: said along with what is unset
+        for check in checks:
+            try:
+                check()
+            except SettingsError as exc:
+                found.append(str(exc))
+        return " ".join(found) or None
 
     def _gitlab_problem(self, webhooks_only: bool) -> str | None:
         parts = self._gitlab_parts()
