@@ -1,4 +1,5 @@
-"""`python -m bot.preflight`: check the App's credentials and model settings in seconds, before slow setup steps.
+"""`python -m bot.preflight`: check the forges' credentials (GitHub's App, GitLab's instance or both) and model
+settings in seconds, before slow setup steps.
 
 Exit 0 when the App could start; else 2, with each problem and how to fix it (no GitHub App yet: `mini-fix setup`).
 """
@@ -14,14 +15,7 @@ from bot.settings import Settings, SettingsError
 
 def problems(settings: Settings) -> list[str]:
     """What stops `mini-fix serve` from starting with these settings, each with its fix."""
-    found = []
-    if settings.app_id is None:
-        found.append("MINIFIX_APP_ID is not set")
-    for check in (settings.require_webhook_secret, settings.require_private_key):
-        try:
-            check()
-        except SettingsError as exc:
-            found.append(str(exc))
+    found = settings.forge_problems()  # GitHub's App, GitLab's instance or both: whichever is configured, whole
     if not settings.model_api_base:
         found.append("MINIFIX_MODEL_API_BASE is not set (the model server, e.g. http://localhost:8000/v1)")
     return found
@@ -34,7 +28,7 @@ def main() -> int:
     except (SettingsError, ValidationError) as exc:  # pydantic's own validation of a malformed value
         found = [str(exc)]
     if not found:
-        print("preflight: the App's credentials and model settings are in place")
+        print("preflight: the forges' credentials and model settings are in place")
         return 0
     for problem in found:
         print(f"preflight: {problem}", file=sys.stderr)

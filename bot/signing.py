@@ -1,8 +1,8 @@
 """Per-run link signatures: a run's pages open only through a link mini-fix posted (or with the operator token).
 
 Run ids are short and could be guessed; the signature is an HMAC of the run id and the link's expiry time under a
-key derived from the webhook secret, so links stay valid across restarts and workers (until they expire, after
-MINIFIX_RUN_LINK_DAYS), and no key needs storing.
+key derived from the webhook secret (GitHub's; GitLab's in a GitLab-only deployment), so links stay valid across
+restarts and workers (until they expire, after MINIFIX_RUN_LINK_DAYS), and no key needs storing.
 
 The scheme is versioned (`v=` in the query) because links posted on GitHub outlive upgrades: every version ever
 issued is still checked, each until its links expire. v0 (`?sig=`, no expiry) signed the run id alone; its links
@@ -32,7 +32,16 @@ def valid_run_id(run_id: str) -> bool:
 
 
 def _key(settings: Settings) -> bytes:
-    return hmac.new(settings.require_webhook_secret().encode(), _PURPOSE, hashlib.sha256).digest()
+    return hmac.new(_key_secret(settings).encode(), _PURPOSE, hashlib.sha256).digest()
+
+
+def _key_secret(settings: Settings) -> str:
+    """GitHub's webhook secret where GitHub is served (the key every link posted so far was signed under), else
+    GitLab's (a GitLab-only deployment); SettingsError with neither. Adding GitHub to a GitLab-only deployment thus
+    changes the key: the links it posted before stop opening (the operator token still does)."""
+    if settings.webhook_secret.get_secret_value().strip() or settings.gitlab_webhook_secret is None:
+        return settings.require_webhook_secret()
+    return settings.require_gitlab_webhook_secret()
 
 
 def _mac(settings: Settings, text: str) -> str:

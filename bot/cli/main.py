@@ -104,7 +104,7 @@ def _serve(settings: Settings, args: argparse.Namespace) -> int:
 
     from bot.web.app import create_app
 
-    settings.require_webhook_secret()  # fail before the slow worker wiring
+    settings.forges(webhooks_only=args.no_worker)  # fail before the slow worker wiring, naming what is missing
     worker = None if args.no_worker else _wire_worker(settings)
     app = create_app(settings, embedded_worker=worker)
     try:

@@ -22,11 +22,17 @@ def gitlab_factory(settings: Settings) -> Factory | None:
     return forge.for_repo
 
 
-def by_forge(github: Factory, gitlab: Factory | None) -> Factory:
-    """One factory for both forges, chosen by the job's installation id."""
+def by_forge(github: Factory | None, gitlab: Factory | None) -> Factory:
+    """One factory for both forges, chosen by the job's installation id; a forge that is not served (None) is a
+    GitHubError, which fails that job with its message (a job's error, not the worker's)."""
 
     def for_repo(installation_id: int, repo: str) -> GitHubGateway:
         if not is_gitlab(installation_id):
+            if github is None:
+                raise GitHubError(
+                    "a GitHub job, but this mini-fix serves GitLab only "
+                    "(MINIFIX_APP_ID, MINIFIX_PRIVATE_KEY and MINIFIX_WEBHOOK_SECRET are not set)"
+                )
             return github(installation_id, repo)
         if gitlab is None:
             raise GitHubError("a GitLab job, but MINIFIX_GITLAB_URL and MINIFIX_GITLAB_TOKEN are not set")

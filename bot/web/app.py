@@ -12,6 +12,7 @@ from functools import partial
 from types import MappingProxyType
 from typing import Any
 
+import structlog
 from fastapi import FastAPI, Request, Response
 from fastapi.responses import JSONResponse
 from prometheus_client import CollectorRegistry
@@ -33,6 +34,7 @@ from bot.worker.pool import Worker, check_problem
 GITHUB_PATHS = ("/webhook", "/api/github/webhooks")
 GITLAB_PATH = "/webhook/gitlab"
 WEBHOOK_PATHS = (*GITHUB_PATHS, GITLAB_PATH)
+log = structlog.get_logger(__name__)
 
 
 class App(FastAPI):
@@ -57,8 +59,8 @@ def create_app(
     queue: JobQueue | None = None,
     embedded_worker: Worker | None = None,
 ) -> FastAPI:
-    """The App's HTTP side; refuses (SettingsError) to start without a real webhook secret."""
-    settings.require_webhook_secret()
+    """The App's HTTP side; refuses (SettingsError) to start without a real webhook secret for a forge it serves."""
+    forges = settings.forges(webhooks_only=True)  # a forge's API credentials are its worker's business
     if embedded_worker is not None:
         ledger, queue = ledger or embedded_worker.ledger, queue or embedded_worker.queue
     owned: list[Ledger | JobQueue] = []
@@ -84,7 +86,8 @@ def create_app(
                 resource.close()
 
     app = App(title="mini-fix", lifespan=lifespan, docs_url=None, redoc_url=None, openapi_url=None)
-    github = WebhookReceiver(settings, ledger, queue).handle
+    # GitHub's routes answer 404 in a GitLab-only deployment (no MINIFIX_WEBHOOK_SECRET to check a signature with).
+    github = WebhookReceiver(settings, ledger, queue).handle if "github" in forges else _github_not_configured
     # GitLab's route answers 404 while MINIFIX_GITLAB_WEBHOOK_SECRET is unset: a hook pointed here says why.
     gitlab = GitLabReceiver(settings, ledger, queue).handle
     app.webhook_routes = {**dict.fromkeys(GITHUB_PATHS, github), GITLAB_PATH: gitlab}
@@ -100,6 +103,20 @@ def create_app(
     metrics.watch_data_dir(settings.data_dir)
     metrics.watch_pr_outcomes(ClosedPrSource(ledger, trajectories))
     return app
+
+
+GITHUB_NOT_CONFIGURED_HINT = (
+    "set MINIFIX_WEBHOOK_SECRET (and MINIFIX_APP_ID, MINIFIX_PRIVATE_KEY) to serve a GitHub App; GitLab's hooks go "
+    f"to {GITLAB_PATH}"
+)
+
+
+async def _github_not_configured(_request: Request) -> Response:
+    """GitHub's webhook routes in a GitLab-only deployment: a hook pointed here says why nothing happens."""
+    metrics.DELIVERIES.labels(event="other", outcome="404", forge="github").inc()
+    log.warning("delivery rejected", forge="github", status=404, reason="GitHub is not configured")
+    body = {"error": "GitHub is not configured on this mini-fix", "hint": GITHUB_NOT_CONFIGURED_HINT}
+    return JSONResponse(body, status_code=404)
 
 
 @functools.cache

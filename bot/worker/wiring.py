@@ -9,6 +9,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from functools import partial
+from typing import TYPE_CHECKING
 
 import structlog
 
@@ -41,16 +42,21 @@ from bot.worker.pool import Worker, build_worker
 from bot.worker.retries import RetryAdmission
 from bot.worker.review_checks import ReviewChecker
 
+if TYPE_CHECKING:
+    from bot.github.app import GitHubApp
+
 WRITES_DRAIN_SECONDS = 30.0  # at shutdown: GitHub writes still queued (a second apart) get this long to go out
 log = structlog.get_logger(__name__)
 
 
 def wire_worker(settings: Settings) -> Worker:
-    """The process's worker: one GitHubApp, one ledger and one queue shared by the runner, notices and chores."""
-    from bot.github.app import GitHubApp
-
-    app = GitHubApp(settings)
-    forges = by_forge(app.for_repo, gitlab_factory(settings))  # a GitLab job (negative installation id) to GitLab
+    """The process's worker: one GitHubApp (where GitHub is served), one ledger and one queue shared by the runner,
+    notices and chores; SettingsError when a forge is half-configured or none is."""
+    served = settings.forges()
+    app = _github_app(settings) if "github" in served else None
+    gitlab = gitlab_factory(settings) if "gitlab" in served else None
+    # A GitLab job (negative installation id) to GitLab; a forge this worker does not serve fails the job, clearly.
+    forges = by_forge(app.for_repo if app is not None else None, gitlab)
     github = redacting(forges, settings.secrets)  # every write this process makes is redacted
     ledger = open_ledger(settings)  # shared with the runner: `/agent stop` jobs cancel runs through it
     runner = build_runner(
@@ -71,7 +77,8 @@ def wire_worker(settings: Settings) -> Worker:
         asked=quotas.config_quotas(github),
     )
     worker = build_worker(settings, runner, on_gave_up=gave_up_notifier(github), ledger=ledger)
-    worker.after_stop.append(partial(app.drain, WRITES_DRAIN_SECONDS))  # queued reactions and comments go out
+    if app is not None:
+        worker.after_stop.append(partial(app.drain, WRITES_DRAIN_SECONDS))  # queued reactions and comments go out
     worker.control.admit = RetryAdmission(ledger, github, worker.queue.enqueue).once
     worker.housekeeping = partial(sweep_sandboxes, settings.deployment_name, ledger)
     worker.warm_ups.append(import_job_modules)
@@ -84,6 +91,12 @@ def wire_worker(settings: Settings) -> Worker:
         worker.chores.append(LabelKeeper(settings, ledger, github).run)
     worker.chores.append(ReviewChecker(ledger, github).run)  # a PR review's verdict counts once its author may write
     return worker
+
+
+def _github_app(settings: Settings) -> GitHubApp:
+    from bot.github.app import GitHubApp
+
+    return GitHubApp(settings)
 
 
 def build_runner(

@@ -58,12 +58,17 @@ def gitlab() -> Iterator[FakeGitLab]:
     fake.stop()
 
 
-def app_env(gitlab: FakeGitLab, model: ScriptedModelServer, data_dir: Path, **extra: str) -> dict[str, str]:
-    return {
+def app_env(
+    gitlab: FakeGitLab, model: ScriptedModelServer, data_dir: Path, *, github: bool = True, **extra: str
+) -> dict[str, str]:
+    github_app = {
         "MINIFIX_APP_ID": "1234",  # a GitHub App too: one deployment serves both forges
         "MINIFIX_PRIVATE_KEY": throwaway_key(),
         "MINIFIX_WEBHOOK_SECRET": "unused-github-secret-0000",
         "MINIFIX_GITHUB_API_URL": "http://127.0.0.1:9",  # never called: every job here is GitLab's
+    }
+    return {
+        **(github_app if github else {}),  # without: a GitLab-only deployment (self-managed GitLab, no GitHub App)
         "MINIFIX_GITLAB_URL": gitlab.base_url,
         "MINIFIX_GITLAB_TOKEN": gitlab.bot_token,
         "MINIFIX_GITLAB_WEBHOOK_SECRET": SECRET,
@@ -134,12 +139,16 @@ def test_label_opens_a_draft_mr_and_a_retry_on_it_updates_the_same_mr(gitlab: Fa
 
 
 def test_a_reporter_is_refused_with_one_note_and_no_run(gitlab: FakeGitLab, tmp_path: Path) -> None:
+    """On a GitLab-only deployment: `mini-fix serve` starts, its worker serves GitLab, GitHub's route says 404."""
     iid = gitlab.add_issue(PROJECT, "please fix", author="rita")
     data = tmp_path / "data"
     with ScriptedModelServer(FIX) as model:
-        app = AppProcess(app_env(gitlab, model, data), tmp_path / "app.log").start()
+        app = AppProcess(app_env(gitlab, model, data, github=False), tmp_path / "app.log").start()
         try:
-            hook(app, labeled(PROJECT, iid, user="rita"))
+            assert not any(name in app.env for name in ("MINIFIX_APP_ID", "MINIFIX_WEBHOOK_SECRET"))
+            github_hook = httpx.post(f"{app.url}/webhook", content=b"{}", timeout=10)
+            assert github_hook.status_code == 404 and "GitHub is not configured" in github_hook.text
+            assert hook(app, labeled(PROJECT, iid, user="rita")).status_code == 202
             wait_for(lambda: statuses(data, app) == ["denied"], 60, "denied", app.log)
         finally:
             app.stop()
