@@ -45,15 +45,14 @@ from bot.pipeline.publish.status import StatusComment
 from bot.pipeline.publish.tokens import FreshToken
 from bot.pipeline.publish.whole import WholeDiff, whole_diff
 from bot.pipeline.report import report, run_link
-from bot.pipeline.runconfig import RunConfig, resolve, with_setup
+from bot.pipeline.runconfig import RunConfig, Settled, resolve, settle
 from bot.pipeline.state import Given, Judged, RunState
 from bot.pipeline.task import asks
 from bot.pipeline.task.issue import clean
 from bot.pipeline.task.kinds import Kind, kind_of
 from bot.render import outcome, render
-from bot.repo_config import devcontainer, infer
+from bot.repo_config import devcontainer
 from bot.repo_config.schema import RepoConfig
-from bot.repo_config.setup_infer import SetupPlan
 from bot.settings import Settings
 from bot.trajectory import redact
 
@@ -200,7 +199,8 @@ def _work(state: RunState, given: Given, deps: PipelineDeps, resolved: RunConfig
             setup.trust(checkout, gitops.head(checkout))
         _not_duplicate(gh, status, issue, repo, start)  # before the agent: no run spent on a change nobody publishes
         _check_cancel(cancel)
-        settled, config = _settle(status, plan, with_setup(resolved, checkout, deps.settings), checkout)
+        found = settle(resolved, checkout, deps.settings)
+        settled, config = _settle(status, plan, found), found.config.repo
         state.config = config
         task = given.kind.task(given.job, gh, issue, status.comment_id)
         if extra := guidance(config, checkout):
@@ -362,20 +362,16 @@ def _start(job: Job, number: int, repo: RepoInfo, checkout: Path, token: FreshTo
     return start
 
 
-def _settle(
-    status: StatusComment, plan: AttemptPlan, resolved: tuple[RunConfig, SetupPlan], checkout: Path
-) -> tuple[AttemptPlan, RepoConfig]:
+def _settle(status: StatusComment, plan: AttemptPlan, settled: Settled) -> AttemptPlan:
     """The plan once the clone settled the setup (the repository's, else inferred from the clone, with the proxy's
-    network) and the test command (configured, else inferred), and the repository's config with that test; the
-    status comment says which of each and why."""
-    config, found = resolved
-    if found.commands:
-        status.say(Said("setup_from", found.describe()))
-    tested = infer.resolve(config.repo, checkout)
-    repo_config, testing = tested
+    network) and the test command (configured, else inferred): `runconfig.settle`; the status comment says which of
+    each and why."""
+    if settled.setup.commands:
+        status.say(Said("setup_from", settled.setup.describe()))
+    testing = settled.testing
     command = f"`{testing.command}`" if testing.command else "none"
     status.say(Said("tests", f"{command} ({testing.why})"))  # the status comment's next edit shows it
-    return plan.settled(config, tested), repo_config
+    return plan.settled(settled.config, settled.tested)
 
 
 def _check_cancel(cancel: threading.Event) -> None:

@@ -18,7 +18,7 @@ from bot.agent.config import DEFAULT_CONFIG_PATH, MiniFixAgentConfig, ModelConfi
 from bot.pipeline.ceilings import clamp
 from bot.pipeline.change import ChangeCaps
 from bot.repo_config import devcontainer as devcontainers
-from bot.repo_config import setup_infer
+from bot.repo_config import infer, setup_infer
 from bot.repo_config.schema import DEFAULT_CI_FOLLOWUPS, RepoConfig
 from bot.repo_config.setup_infer import ONLINE_ENV
 from bot.repo_config.setup_mirrors import mirror_files
@@ -219,3 +219,29 @@ def with_setup(resolved: RunConfig, checkout: Path, settings: Settings) -> tuple
         return resolved, plan
     sandbox = resolved.sandbox.model_copy(update={"network": True})
     return replace(resolved, repo=repo, setup_network=True, setup_inferred=True, sandbox=sandbox), plan
+
+
+@dataclass(frozen=True)
+class Settled:
+    """What only the checkout can tell, settled once for every driver (`settle`): the run's configuration with its
+    setup (the repository's, else inferred) and its tests (configured, else inferred) filled in."""
+
+    config: RunConfig
+    """`config.repo` has `test`, `reproduce` and `test_paths` as the judge uses them; `config.sandbox` the setup's
+    network."""
+    testing: infer.TestPlan
+    """The test command and why (the agent's first message names it)."""
+    setup: setup_infer.SetupPlan
+    """The setup commands and why."""
+
+    @property
+    def tested(self) -> tuple[RepoConfig, infer.TestPlan]:
+        return self.config.repo, self.testing
+
+
+def settle(resolved: RunConfig, checkout: Path, settings: Settings) -> Settled:
+    """The run's configuration once the checkout is there (the App after its clone, `mini-fix run` on the local
+    checkout): its setup first (`with_setup`), then its tests (`infer.resolve`), the order the App always used."""
+    config, setup = with_setup(resolved, checkout, settings)
+    repo, testing = infer.resolve(config.repo, checkout)
+    return Settled(replace(config, repo=repo), testing, setup)

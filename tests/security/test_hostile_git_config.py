@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from bot.cli.local_run import check_checkout
 from bot.eval.history import scan
 from bot.pipeline.git.hostgit import base_checkout, diff, head_checkout
+from bot.pipeline.local import check_checkout
 
 # Each key → a program that leaves a marker named after the key. {p} is the program's path.
 PROGRAM_KEYS = (

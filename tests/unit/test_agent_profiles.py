@@ -8,7 +8,8 @@ import pytest
 
 from bot.agent import profiles
 from bot.agent.config import DEFAULT_CONFIG_PATH, load_config, load_specs
-from bot.cli.local_run import LocalRunRequest, run_config
+from bot.cli.local_run import LocalRunRequest
+from bot.pipeline.local import run_config
 from bot.pipeline.runconfig import resolve
 from bot.repo_config.schema import RepoConfig
 from bot.settings import Settings
@@ -65,9 +66,9 @@ def test_the_app_runs_the_jobs_model_with_its_profile_under_the_repositorys_limi
 def test_mini_fix_run_uses_the_profile_unless_config_is_given(tmp_path: Path) -> None:
     deployment = settings(tmp_path, model_profiles=TABLE)
     request = LocalRunRequest(repo=tmp_path, task="t", model="hosted_vllm/glm-4.6")
-    assert run_config(request, RepoConfig(), deployment).profile == "toolcall"
+    assert run_config(request.flags(), RepoConfig(), deployment).profile == "toolcall"
     request.config = [str(DEFAULT_CONFIG_PATH), "agent.step_limit=3"]
-    given = run_config(request, RepoConfig(), deployment).agent
+    given = run_config(request.flags(), RepoConfig(), deployment).agent
     assert (given.profile, given.agent.step_limit) == ("text", 3)
     assert load_specs(["agent.step_limit=3", "agent.system_template=s", "agent.instance_template=i"]).profile == (
         "custom"

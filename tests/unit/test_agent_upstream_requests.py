@@ -19,7 +19,8 @@ import yaml
 
 from bot.agent.loop import Agent
 from bot.agent.model import LitellmModel
-from bot.cli.local_run import LocalRunRequest, run_config
+from bot.cli.local_run import LocalRunRequest
+from bot.pipeline.local import run_config
 from bot.repo_config.schema import RepoConfig
 from bot.settings import Settings
 from tests.support.fake_sandbox import FakeSandbox
@@ -96,7 +97,7 @@ def run_ours(path: Path, story: list[Any], tmp_path: Path) -> tuple[list[dict[st
             task=TASK,
             config=[str(path), "model.model_name=hosted_vllm/scripted", f"model.api_base={server.api_base}"],
         )
-        resolved = run_config(request, RepoConfig(), Settings(data_dir=tmp_path, _env_file=None))
+        resolved = run_config(request.flags(), RepoConfig(), Settings(data_dir=tmp_path, _env_file=None))
         agent = Agent(LitellmModel(resolved.model), FakeSandbox(results=SCRIPTED), resolved.agent)
         agent.run(TASK)
         return server.requests, agent

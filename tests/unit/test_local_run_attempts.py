@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from bot.cli.local_run import LocalRunRequest, run_config
+from bot.cli.local_run import LocalRunRequest
+from bot.pipeline.local import run_config
 from bot.repo_config.schema import RepoConfig
 from bot.settings import Settings
 
@@ -16,7 +17,7 @@ CEILING = "is above this deployment's ceiling (MINIFIX_MAX_AGENT_ATTEMPTS); used
 
 def attempt_count(request: LocalRunRequest, settings: Settings, repo: RepoConfig | None = None) -> tuple[int, str]:
     """The run's attempts and the note on them ('' when none), as `mini-fix run` resolves them."""
-    resolved = run_config(request, repo or RepoConfig(), settings)
+    resolved = run_config(request.flags(), repo or RepoConfig(), settings)
     return resolved.attempts, next((n for n in resolved.notes if "MAX_AGENT_ATTEMPTS" in n), "")
 
 
@@ -75,14 +76,14 @@ def test_a_local_run_takes_the_checkouts_image_limits_network_and_attempts_as_th
         attempts=9,
     )
     request = LocalRunRequest(repo=tmp_path, task="fix it")
-    resolved = run_config(request, repo, settings)
+    resolved = run_config(request.flags(), repo, settings)
     sandbox, notes = resolved.sandbox, resolved.notes
     assert (sandbox.image, sandbox.memory, sandbox.cpus, sandbox.network) == ("mini-fix-sandbox:slim", "1g", 0.5, True)
     assert resolved.agent.agent.step_limit == 40 and resolved.setup_network  # the ceiling, as the App clamps
     assert any("limits.steps: 99" in n for n in notes) and any("attempts: 9" in n for n in notes)
     assert attempt_count(request, settings, repo) == (3, "")  # the repository's attempts, clamped
-    assert run_config(replace(request, image="other:1"), repo, settings).sandbox.image == "other:1"
+    assert run_config(replace(request, image="other:1").flags(), repo, settings).sandbox.image == "other:1"
     denied = settings.model_copy(update={"allowed_images": [], "allow_setup_network": False})
-    resolved = run_config(request, repo, denied)
+    resolved = run_config(request.flags(), repo, denied)
     assert resolved.sandbox.image == denied.sandbox_image
     assert not resolved.sandbox.network and len(resolved.notes) == 4

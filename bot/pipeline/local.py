@@ -1,0 +1,205 @@
+"""`mini-fix run`'s driver: a checkout on this machine through the App's configuration, plan, engine and judge, the
+result as files, no forge. The command line (`bot/cli/local_run.py`) gives it a frozen `LocalGiven` and prints what
+each step returns; the steps run in the App's order (configuration, then what the checkout settles, then attempts)."""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from bot.agent.config import missing_api_base
+from bot.agent.loop import StepEvent
+from bot.pipeline import runconfig
+from bot.pipeline.attempts.engine import started
+from bot.pipeline.attempts.execute import SANDBOX_FAILURES
+from bot.pipeline.attempts.exits import SUBMITTED, exit_for
+from bot.pipeline.attempts.plan import Attempt, AttemptPlan
+from bot.pipeline.attempts.setup_cache import RepoSetup, SetupOptions
+from bot.pipeline.git.gitops import GitError
+from bot.pipeline.git.hostgit import git, head_checkout
+from bot.pipeline.git.quarantine import quarantined
+from bot.pipeline.judge.judgement import Checks, Judgement, judge
+from bot.pipeline.publish.prtext import attempts_table
+from bot.pipeline.runconfig import Flags, RunConfig, Settled
+from bot.pipeline.runtime import Runtime, print_ignored
+from bot.repo_config.load import ConfigError, load_repo_config
+from bot.repo_config.schema import RepoConfig
+from bot.settings import Settings
+
+SANDBOX_OUTCOMES = {outcome for _, outcome in SANDBOX_FAILURES}
+API_BASE_HINT = "pass --api-base http://HOST:PORT/v1 (scripts/ensure-model.sh start prints one for a CPU model)"
+
+
+@dataclass(frozen=True)
+class LocalGiven:
+    """What one `mini-fix run` is given, fixed before anything runs."""
+
+    checkout: Path
+    task: str
+    flags: Flags
+    output: Path
+    run_id: str
+
+
+@dataclass(frozen=True)
+class Progress:
+    """Where a local run's progress goes as it happens (the command line prints it)."""
+
+    on_step: Callable[[int, StepEvent], None]
+    on_end: Callable[[int, str], None]
+    on_setup: Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class Written:
+    """What a finished run left in its output folder, said in lines, and the command's exit code."""
+
+    code: int
+    out: tuple[str, ...] = ()
+    err: tuple[str, ...] = ()
+
+
+class Refused(Exception):
+    """The run can't start (exit 2); the message says why and what to do."""
+
+
+def check_checkout(repo: Path) -> str | None:
+    """Why `repo` can't be used, or None (read through a quarantine: the checkout's own git config never runs)."""
+    if not repo.is_dir():
+        return f"--repo {repo} is not a directory"
+    try:
+        with quarantined(repo) as git_dir:
+            git(["rev-parse", "--verify", "-q", "HEAD^{commit}"], git_dir=git_dir)
+    except GitError as exc:
+        if "not a git repository" in str(exc):
+            return f"--repo {repo} is not a git checkout: run `git init` there first"
+        return f"--repo {repo} has no commit yet: the change is diffed against HEAD"
+    return None
+
+
+def repo_config(repo: Path) -> RepoConfig:
+    """The checkout's own `.github/mini-fix.yml` (its `test`, `reproduce`, `setup`, ... judge the attempts)."""
+    local = "local/checkout"
+
+    def read(target: str, path: str) -> str | None:
+        file = repo / path
+        return file.read_text(encoding="utf-8") if target == local and file.is_file() else None
+
+    return load_repo_config(local, read).config
+
+
+def run_config(flags: Flags, repo: RepoConfig, settings: Settings) -> RunConfig:
+    """The run configured as the App would configure the job (runconfig.resolve): the checkout's
+    `.github/mini-fix.yml` within this deployment's ceilings, the flags over everything, `-c` replacing our file."""
+    agent_file = runconfig.agent_file(settings, flags.config)
+    print_ignored(agent_file)
+    return runconfig.resolve(settings, agent_file, repo, flags)
+
+
+def configured(given: LocalGiven, settings: Settings) -> Settled:
+    """The run's configuration, as the App's: the checkout's config file within the ceilings and the flags over it
+    (`runconfig.resolve`), then what the checkout settles, setup and tests (`runconfig.settle`). Refused: a checkout
+    that can't be used, a config file that can't be read, a self-hosted model with no address."""
+    if problem := check_checkout(given.checkout):
+        raise Refused(problem)
+    try:
+        repo = repo_config(given.checkout)
+    except ConfigError as exc:
+        raise Refused(str(exc)) from None
+    resolved = run_config(given.flags, repo, settings)
+    if problem := missing_api_base(resolved.model):
+        raise Refused(f"{problem}: {API_BASE_HINT}")
+    return runconfig.settle(resolved, given.checkout, settings)
+
+
+def attempts(given: LocalGiven, settled: Settled, settings: Settings, progress: Progress) -> Judgement:
+    """The App's own engine and judge on one frozen plan: parallel attempts on a clean clone of the checkout's HEAD
+    (the worker's git: `head_checkout`), the change taken out by the host, verified, chosen."""
+    plan = _plan(given, settled, settings, progress)
+    secrets = settings.secrets
+    with tempfile.TemporaryDirectory(prefix=f"mini-fix-{plan.run_id}-") as tmp, started(plan) as engine:
+        checkout = head_checkout(given.checkout, Path(tmp) / "own-checkout")
+        runs = engine.run(given.task, checkout, Path(tmp), secrets)
+        return judge(runs, Checks.of(plan, checkout, Path(tmp)), secrets=secrets)
+
+
+def _plan(given: LocalGiven, settled: Settled, settings: Settings, progress: Progress) -> AttemptPlan:
+    """The attempts of one local run: the shared runtime, output under `given.output`, progress as it comes (an
+    inferred setup's failure is reported and the run goes on: the plan's `setup_tolerant`)."""
+    resolved, run_id, output = settled.config, given.run_id, given.output
+    name = str(given.checkout.resolve())
+    runtime = Runtime(settings)
+    setup = RepoSetup(name, SetupOptions.from_settings(settings), on_report=progress.on_setup, trust_clean_trees=True)
+    return AttemptPlan.of(
+        resolved,
+        settled.tested,
+        run_id=run_id,
+        factory=setup.bind(runtime.sandboxes()),  # the App's setup time limit and cache, for attempts and verify
+        make_model=runtime.model,
+        trajectory_path=lambda rid: output / "trajectory.json" if rid == run_id else output / rid / "trajectory.json",
+        meta={"repo": name, "profile": resolved.profile},
+        cancel=threading.Event(),  # nothing stops a local run but ^C
+        on_step=progress.on_step,
+        on_end=progress.on_end,
+    )
+
+
+def written(judgement: Judgement, output: Path, count: int) -> Written:
+    """patch.diff (the chosen change) and, with several attempts, each attempt's patch and attempts.md; what to say,
+    and the exit code (a sandbox that fails ends its attempt: 3 when none ran)."""
+    output.mkdir(parents=True, exist_ok=True)
+    runs, choice = judgement.attempts, judgement.choice
+    chosen = next((run for run in runs if run.candidate is choice.chosen), None)
+    if count > 1:
+        for run in runs:
+            change = run.candidate.change
+            place = output / run.candidate.run_id
+            place.mkdir(parents=True, exist_ok=True)
+            (place / "patch.diff").write_text(change.diff if change else "")
+        if chosen is not None and chosen.trajectory is not None:
+            shutil.copyfile(chosen.trajectory, output / "trajectory.json")
+    diff = chosen.candidate.change.diff if chosen is not None and chosen.candidate.change else ""
+    (output / "patch.diff").write_text(diff)
+    reasons = [f"attempt {run.candidate.index}: {choice.reasons.get(run.candidate.index, '')}" for run in runs]
+    summary = _summary(chosen or runs[0], diff, output, chosen=chosen is not None, count=count)
+    if count > 1:  # last: the summary names attempts.md, written before the command returns
+        links = {run.candidate.index: str(run.trajectory) if run.trajectory else None for run in runs}
+        (output / "attempts.md").write_text(attempts_table(choice, judgement.candidates, links))
+        return Written(summary.code, (*reasons, *summary.out), summary.err)
+    return summary
+
+
+def _summary(run: Attempt, diff: str, output: Path, *, chosen: bool, count: int) -> Written:
+    result = run.result
+    out: tuple[str, ...] = ()
+    if result is not None:
+        tokens = result.prompt_tokens + result.completion_tokens
+        files = sum(1 for line in diff.splitlines() if line.startswith("diff --git"))
+        out = (
+            f"{result.exit_status}: {result.steps} steps, {tokens} tokens, {result.elapsed_seconds:.1f}s, "
+            f"{files} file(s) changed; trajectory {output / 'trajectory.json'}, patch {output / 'patch.diff'}",
+        )
+    if chosen:
+        return Written(0, out)
+    if count > 1:
+        return Written(
+            1, (*out, f"mini-fix: none of the {count} attempts left a change to propose (see {output / 'attempts.md'})")
+        )
+    if result is not None and result.exit_status == SUBMITTED:  # submitted, as the contract says: exit 0
+        refused = f": it touches {', '.join(run.candidate.refused)}" if run.candidate.refused else ""
+        return Written(0, out, (f"mini-fix: submitted, but there is no change to propose{refused}",))
+    if result is None:
+        failure = run.failure
+        detail = (failure.detail or str(failure.outcome)) if failure else "the agent did not run"
+        sandbox = failure is not None and failure.outcome in SANDBOX_OUTCOMES
+        why = f"mini-fix: {'sandbox failed' if sandbox else 'the agent did not run'}: {detail}"
+        return Written(3 if sandbox else 1, out, (why,))
+    detail = str(result.messages[-1].get("content", "")) if result.messages else ""
+    err = [f"mini-fix: not submitted ({result.exit_status}): {exit_for(result.exit_status).hint}"]
+    if detail and detail != result.exit_status:
+        err.append(f"  {detail}")
+    return Written(1, out, tuple(err))
