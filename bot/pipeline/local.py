@@ -111,9 +111,10 @@ def configured(given: LocalGiven, settings: Settings) -> Settled:
     except ConfigError as exc:
         raise Refused(str(exc)) from None
     resolved = run_config(given.flags, repo, settings)
-    if problem := missing_api_base(resolved.model):
+    settled = runconfig.settle(resolved, given.checkout, settings)
+    if problem := missing_api_base(settled.config.model):  # before any sandbox or model call, as the App's preflight
         raise Refused(f"{problem}: {API_BASE_HINT}")
-    return runconfig.settle(resolved, given.checkout, settings)
+    return settled
 
 
 def attempts(given: LocalGiven, settled: Settled, settings: Settings, progress: Progress) -> Judgement:
