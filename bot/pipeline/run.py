@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import structlog
 
@@ -202,11 +203,7 @@ def _work(state: RunState, given: Given, deps: PipelineDeps, resolved: RunConfig
         found = settle(resolved, checkout, deps.settings)
         settled, config = _settle(status, plan, found), found.config.repo
         state.config = config
-        task = given.kind.task(given.job, gh, issue, status.comment_id)
-        if extra := guidance(config, checkout):
-            task = f"{task}\n\n{extra}"
-        if earlier := branch.builds_on(checkout, token, start, depth=execute.CLONE_DEPTH):
-            task = f"{task}\n\n{earlier}"
+        task = _task(given, issue, status, config, checkout, token, start)
         secrets = [*token.minted, *deps.settings.secrets]
         if given.kind.counted and deps.run_started is not None:
             deps.run_started(given.job)  # from here on it counts toward `ci_followups` (followup.ci_done), once
@@ -215,30 +212,16 @@ def _work(state: RunState, given: Given, deps: PipelineDeps, resolved: RunConfig
         judgement = judge(runs, Checks.of(settled, checkout, tmp), secrets=secrets, mirror=deps.save_trajectory)
         state.judged = Judged(tuple(judgement.candidates))  # a stopped job's statistics still count its attempts
         _check_cancel(cancel)  # a stopped job's ending comes before anything else is taken from the judgement
-        judged, chosen = _judged(judgement, state.count, deps.settings)
-        state.judged = judged
+        state.judged = judged = _judged(judgement, state.count, deps.settings)
         status.say(Said("exit_status", judgement.exit_status))
-        if chosen is None:
-            assert judgement.failure is not None
-            raise judgement.failure
+        chosen = judgement.publishable()
         assert chosen.candidate.change is not None and chosen.result is not None
         diff = chosen.candidate.change.diff
         _check_cancel(cancel)
         pushed = _push(given, status, judged.wip, issue, repo, checkout, diff, token, start)
         whole = _whole_diff(config, status, cancel, checkout, token, start, pushed)
     link, run = run_link(deps.settings, chosen.candidate.run_id), status.info()  # the run as the PR tells it
-    # The body's warnings are about the whole PR: a run on the PR branch takes them from its whole diff.
-    warned = replace(chosen.candidate, dropped=whole.dropped) if whole else chosen.candidate
-    body_vars = {
-        **pr_body_vars(issue, run, chosen.result, diff, link),
-        "test": judged.test,
-        "attempts_table": judged.table,
-        "evidence": evidence(chosen.candidate),
-        "dropped": dropped_text(warned),
-        "dropped_notes": dropped_notes(warned),
-        "protected": whole.protected if whole else [],
-        "default_branch": start.default_branch,
-    }
+    body_vars = _body_vars(issue, run, chosen, judged, link, whole) | {"default_branch": start.default_branch}
     # A branch moved by someone during the run: the new commit is proposed as a PR into it, never forced over it.
     base = start.branch if pushed.diverted else repo.default_branch
     title = f"{WIP_PREFIX}{issue.title}" if judged.wip else issue.title
@@ -247,6 +230,43 @@ def _work(state: RunState, given: Given, deps: PipelineDeps, resolved: RunConfig
     messages = redact(chosen.result.messages, secrets)
     attach_trajectory(gh, published.pr, messages, run=run, exit_status=chosen.result.exit_status, run_link=link)
     given.kind.answer(given.job, gh, run_id)
+
+
+def _task(
+    given: Given,
+    issue: Issue,
+    status: StatusComment,
+    config: RepoConfig,
+    checkout: Path,
+    token: FreshToken,
+    start: branch.Start,
+) -> str:
+    """The agent's task: the job kind's text, the repository's guidance, and what the run builds on (a PR branch's
+    earlier commits)."""
+    task = given.kind.task(given.job, given.gh, issue, status.comment_id)
+    if extra := guidance(config, checkout):
+        task = f"{task}\n\n{extra}"
+    if earlier := branch.builds_on(checkout, token, start, depth=execute.CLONE_DEPTH):
+        task = f"{task}\n\n{earlier}"
+    return task
+
+
+def _body_vars(
+    issue: Issue, run: RunInfo, chosen: Attempt, judged: Judged, link: str | None, whole: WholeDiff | None
+) -> dict[str, Any]:
+    """The PR body's variables. Its warnings are about the whole PR: a run on the PR branch takes them from its
+    whole diff."""
+    assert chosen.candidate.change is not None and chosen.result is not None
+    warned = replace(chosen.candidate, dropped=whole.dropped) if whole else chosen.candidate
+    return {
+        **pr_body_vars(issue, run, chosen.result, chosen.candidate.change.diff, link),
+        "test": judged.test,
+        "attempts_table": judged.table,
+        "evidence": evidence(chosen.candidate),
+        "dropped": dropped_text(warned),
+        "dropped_notes": dropped_notes(warned),
+        "protected": whole.protected if whole else [],
+    }
 
 
 @contextmanager
@@ -258,8 +278,8 @@ def _all_removed(removals: Removals) -> Iterator[None]:
         removals.wait()
 
 
-def _judged(judgement: Judgement, count: int, settings: Settings) -> tuple[Judged, Attempt | None]:
-    """What the run learns from the judgement, and the attempt to publish (None: `judgement.failure` ends the job)."""
+def _judged(judgement: Judgement, count: int, settings: Settings) -> Judged:
+    """What the run learns from the judgement, for the report and the PR."""
     candidates = tuple(judgement.candidates)
     table = ""
     if count > 1:
@@ -269,11 +289,10 @@ def _judged(judgement: Judgement, count: int, settings: Settings) -> tuple[Judge
     chosen = judgement.chosen
     if chosen is None:
         result = judgement.attempts[0].result if count == 1 else None
-        return Judged(candidates, table, judgement.wip, result, judgement.refused), None
-    judged = Judged(
+        return Judged(candidates, table, judgement.wip, result, judgement.refused)
+    return Judged(
         candidates, table, judgement.wip, chosen.result, test=judgement.test, link_run_id=chosen.candidate.run_id
     )
-    return judged, chosen
 
 
 def _repo_setup(status: StatusComment, full_name: str, deps: PipelineDeps, repo: RepoInfo) -> RepoSetup:

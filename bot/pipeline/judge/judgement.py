@@ -73,6 +73,13 @@ class Judgement:
         """The chosen attempt's `test` verdict, from a fresh sandbox."""
         return self.chosen.candidate.test if self.chosen is not None else None
 
+    def publishable(self) -> Attempt:
+        """The attempt to publish (the chosen one, or partial work); none ends the job with the judgement's failure."""
+        if self.chosen is None:
+            assert self.failure is not None
+            raise self.failure
+        return self.chosen
+
     @property
     def exit_status(self) -> str:
         """The chosen attempt's exit status, else every attempt's (each once)."""
