@@ -25,14 +25,15 @@ def forget(job_id: str) -> None:
         _LIVE.pop(job_id, None)
 
 
-def usage_line(job_id: str) -> str:
-    """`Used so far: 12,345 tokens · 38 s of model time · 12 s of sandbox CPU`; '' when the job is not metered."""
+def usage_line(job_id: str, *, finished: bool = False) -> str:
+    """`Used so far: 12,345 tokens · 38 s of model time · 12 s of sandbox CPU` (`Used:` once the run has finished);
+    '' when the job is not metered."""
     with _LOCK:
         current = _LIVE.get(job_id)
     if current is None:
         return ""
     use = current()
     return (
-        f"Used so far: {use.tokens:,} tokens · {use.model_seconds:,.0f} s of model time · "
+        f"{'Used' if finished else 'Used so far'}: {use.tokens:,} tokens · {use.model_seconds:,.0f} s of model time · "
         f"{use.sandbox_cpu_seconds:,.0f} s of sandbox CPU"
     )

@@ -10,11 +10,12 @@ from pathlib import Path
 from typing import Any
 
 from bot.agent.model_base import ModelReply
-from bot.jobs import Job, JobKind, JobOutcome, JobStatus, RunInfo
+from bot.jobs import Job, JobKind, JobOutcome, JobStatus, Outcome, RunInfo
 from bot.ledger import quota_notes
 from bot.ledger.usage import Usage
 from bot.pipeline.admit.control import run_control
 from bot.pipeline.publish.status import StatusComment
+from bot.render import outcome
 from bot.settings import Settings
 from bot.worker import quotas, usage
 
@@ -61,6 +62,9 @@ def test_the_status_comment_shows_the_jobs_own_use_while_it_is_metered() -> None
     status = StatusComment(gh, 3, RUN, lambda: 0.0, job_id="job-usage")  # type: ignore[arg-type]
     status.start()
     assert "Used so far: 12,345 tokens · 38 s of model time · 12 s of sandbox CPU" in gh.bodies[-1]
+    status.finish(outcome(Outcome.CANCELLED, run=RUN), {"pr": None, "run": None})
+    assert "Used: 12,345 tokens · 38 s of model time · 12 s of sandbox CPU" in gh.bodies[-1]  # not "so far"
+    assert "so far" not in gh.bodies[-1]
     meter.finish(1.0)
     status.start()
     assert "Used so far" not in gh.bodies[-1]  # the claim ended: nothing stale is shown

@@ -88,7 +88,8 @@ class StatusComment:
         return fold(self._start, self.events)
 
     def _render(self, **values: Any) -> str:
-        values["usage"] = usage_line(self.job_id)  # the job's own tokens, model seconds and sandbox CPU so far
+        # the job's own tokens, model seconds and sandbox CPU: so far, or in all on the outcome
+        values["usage"] = usage_line(self.job_id, finished=values.get("phase") == "done")
         return render("status_comment.md", run=self.info(), attempts=self.attempts, job_marker=self._marker(), **values)
 
     def _marker(self) -> str:
