@@ -67,10 +67,11 @@ def run_local(request: LocalRunRequest, settings: Settings) -> int:
     """Run the agent on `request.repo` in fresh sandboxes (`--attempts` of them); 0 when one submitted a change."""
     given = request.given()
     try:
-        settled = local.configured(given, settings)
+        ready = local.configured(given, settings)
     except local.Refused as exc:
         print(f"mini-fix: {exc}", file=sys.stderr)
         return 2
+    settled = ready.settled
     resolved, testing, count = settled.config, settled.testing, settled.config.attempts
     print(f"tests: {f'`{testing.command}`' if testing.command else 'none'} ({testing.why})")
     print(f"setup: {settled.setup.describe()}")
@@ -81,7 +82,7 @@ def run_local(request: LocalRunRequest, settings: Settings) -> int:
           f"output {given.output}")  # fmt: skip
     if count > 1:
         print(f"{count} attempts in parallel; each one's files go in {given.output}/{given.run_id}-<k>/")
-    judgement = local.attempts(given, settled, settings, progress(count))
+    judgement = local.attempts(given, ready, settings, progress(count))
     written = local.written(judgement, given.output, count)
     for line in written.out:
         print(line)

@@ -20,7 +20,7 @@ from bot.pipeline.attempts.exits import SUBMITTED, exit_for
 from bot.pipeline.attempts.plan import Attempt, AttemptPlan
 from bot.pipeline.attempts.setup_cache import RepoSetup, SetupOptions
 from bot.pipeline.git.gitops import GitError
-from bot.pipeline.git.hostgit import git, head_checkout
+from bot.pipeline.git.hostgit import base_checkout, git
 from bot.pipeline.git.quarantine import quarantined
 from bot.pipeline.judge.judgement import Checks, Judgement, judge
 from bot.pipeline.publish.prtext import attempts_table
@@ -67,18 +67,18 @@ class Refused(Exception):
     """The run can't start (exit 2); the message says why and what to do."""
 
 
-def check_checkout(repo: Path) -> str | None:
-    """Why `repo` can't be used, or None (read through a quarantine: the checkout's own git config never runs)."""
+def checked_head(repo: Path) -> str:
+    """The checkout's HEAD commit, read through a quarantine (the checkout's own git config never runs); Refused:
+    why `repo` can't be used. The run works on this commit, whatever is committed there meanwhile."""
     if not repo.is_dir():
-        return f"--repo {repo} is not a directory"
+        raise Refused(f"--repo {repo} is not a directory")
     try:
         with quarantined(repo) as git_dir:
-            git(["rev-parse", "--verify", "-q", "HEAD^{commit}"], git_dir=git_dir)
+            return git(["rev-parse", "--verify", "-q", "HEAD^{commit}"], git_dir=git_dir).strip()
     except GitError as exc:
         if "not a git repository" in str(exc):
-            return f"--repo {repo} is not a git checkout: run `git init` there first"
-        return f"--repo {repo} has no commit yet: the change is diffed against HEAD"
-    return None
+            raise Refused(f"--repo {repo} is not a git checkout: run `git init` there first") from None
+        raise Refused(f"--repo {repo} has no commit yet: the change is diffed against HEAD") from None
 
 
 def repo_config(repo: Path) -> RepoConfig:
@@ -100,12 +100,19 @@ def run_config(flags: Flags, repo: RepoConfig, settings: Settings) -> RunConfig:
     return runconfig.resolve(settings, agent_file, repo, flags)
 
 
-def configured(given: LocalGiven, settings: Settings) -> Settled:
-    """The run's configuration, as the App's: the checkout's config file within the ceilings and the flags over it
-    (`runconfig.resolve`), then what the checkout settles, setup and tests (`runconfig.settle`). Refused: a checkout
-    that can't be used, a config file that can't be read, a self-hosted model with no address."""
-    if problem := check_checkout(given.checkout):
-        raise Refused(problem)
+@dataclass(frozen=True)
+class Ready:
+    """A run ready to start: the commit it works on and its settled configuration."""
+
+    head: str
+    settled: Settled
+
+
+def configured(given: LocalGiven, settings: Settings) -> Ready:
+    """The run's commit and configuration, as the App's: the checkout's config file within the ceilings and the flags
+    over it (`runconfig.resolve`), then what the checkout settles, setup and tests (`runconfig.settle`). Refused: a
+    checkout that can't be used, a config file that can't be read, a self-hosted model with no address."""
+    head = checked_head(given.checkout)
     try:
         repo = repo_config(given.checkout)
     except ConfigError as exc:
@@ -114,16 +121,18 @@ def configured(given: LocalGiven, settings: Settings) -> Settled:
     settled = runconfig.settle(resolved, given.checkout, settings)
     if problem := missing_api_base(settled.config.model):  # before any sandbox or model call, as the App's preflight
         raise Refused(f"{problem}: {API_BASE_HINT}")
-    return settled
+    return Ready(head, settled)
 
 
-def attempts(given: LocalGiven, settled: Settled, settings: Settings, progress: Progress) -> Judgement:
-    """The App's own engine and judge on one frozen plan: parallel attempts on a clean clone of the checkout's HEAD
-    (the worker's git: `head_checkout`), the change taken out by the host, verified, chosen."""
-    plan = _plan(given, settled, settings, progress)
+def attempts(given: LocalGiven, ready: Ready, settings: Settings, progress: Progress) -> Judgement:
+    """The App's own engine and judge on one frozen plan: parallel attempts on a clean clone of the checked HEAD
+    made by the worker's git (`base_checkout`, through the quarantine), the change taken out by the host, verified,
+    chosen."""
+    plan = _plan(given, ready.settled, settings, progress)
     secrets = settings.secrets
     with tempfile.TemporaryDirectory(prefix=f"mini-fix-{plan.run_id}-") as tmp, started(plan) as engine:
-        checkout = head_checkout(given.checkout, Path(tmp) / "own-checkout")
+        checkout = Path(tmp) / "own-checkout"
+        base_checkout(str(given.checkout), ready.head, checkout)
         runs = engine.run(given.task, checkout, Path(tmp), secrets)
         return judge(runs, Checks.of(plan, checkout, Path(tmp)), secrets=secrets)
 

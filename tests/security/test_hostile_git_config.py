@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from bot.eval.history import scan
-from bot.pipeline.git.hostgit import base_checkout, diff, head_checkout
-from bot.pipeline.local import check_checkout
+from bot.pipeline.git.hostgit import base_checkout, diff
+from bot.pipeline.local import checked_head
 
 # Each key → a program that leaves a marker named after the key. {p} is the program's path.
 PROGRAM_KEYS = (
@@ -128,8 +128,9 @@ def test_eval_mine_and_checkouts_run_none_of_the_repositorys_programs(
     assert "x = 2" in diff(repo, found[0].parent, found[0].sha, [])
     head = base_checkout(str(repo), found[0].sha, tmp_path / "base")
     assert head == found[0].sha and (tmp_path / "base" / "calc.py").read_text() == "x = 2\n"
-    assert check_checkout(repo) is None
-    own = head_checkout(repo, tmp_path / "own")
+    head = checked_head(repo)  # `mini-fix run`'s commit, read through the quarantine
+    own = tmp_path / "own"
+    assert base_checkout(str(repo), head, own) == head
     assert (own / "calc.py").read_text() == "x = 2\n"
     assert "hooks-bait" not in (own / ".git" / "config").read_text()
     assert sorted(p.name for p in marks.iterdir()) == []
@@ -154,5 +155,5 @@ def test_a_file_url_and_a_linked_worktree_are_quarantined_too(hostile: tuple[Pat
         p.unlink()  # making the worktree with a plain git ran the checkout's filters; only what follows counts
     found, _ = scan(tmp_path / "wt", "HEAD", 10)
     assert [c.message for c in found] == ["fix x"]
-    assert check_checkout(tmp_path / "wt") is None
+    assert checked_head(tmp_path / "wt")
     assert sorted(p.name for p in marks.iterdir()) == []

@@ -40,7 +40,9 @@ PYPROJECT = '[project]\nname = "calc"\nversion = "0"\n[project.optional-dependen
 def test_a_python_checkout_is_settled_as_the_app_settles_a_clone(tmp_path: Path) -> None:
     checkout = _checkout(tmp_path / "calc", {"pyproject.toml": PYPROJECT, "tests/test_calc.py": "def test_x(): pass\n"})
     settings = _settings(tmp_path, infer_setup=True)
-    settled = local.configured(_given(checkout, tmp_path), settings)
+    ready = local.configured(_given(checkout, tmp_path), settings)
+    settled = ready.settled
+    assert ready.head == git(checkout, "rev-parse", "HEAD").strip()  # the commit the run works on, read once
     # the App's own step on the same configuration: one definition of what a checkout settles
     app = runconfig.settle(local.run_config(NO_FLAGS, local.repo_config(checkout), settings), checkout, settings)
     assert settled == app
@@ -52,7 +54,7 @@ def test_a_python_checkout_is_settled_as_the_app_settles_a_clone(tmp_path: Path)
 def test_a_configured_test_and_setup_are_kept(tmp_path: Path) -> None:
     config = "test: python -m unittest -q\nsetup:\n  - pip install -e .\n"
     checkout = _checkout(tmp_path / "c", {"pyproject.toml": PYPROJECT, ".github/mini-fix.yml": config})
-    settled = local.configured(_given(checkout, tmp_path), _settings(tmp_path, infer_setup=True))
+    settled = local.configured(_given(checkout, tmp_path), _settings(tmp_path, infer_setup=True)).settled
     assert settled.config.repo.test == "python -m unittest -q"
     assert "configured" in settled.testing.why
     assert not settled.setup.inferred and not settled.config.setup_inferred
@@ -83,4 +85,7 @@ def test_a_self_hosted_model_without_an_address_is_refused_before_anything_runs(
     with pytest.raises(local.Refused, match="--api-base"):
         local.configured(_given(checkout, tmp_path), settings)
     flags = Flags(api_base="http://h:8000/v1")
-    assert local.configured(_given(checkout, tmp_path, flags), settings).config.model.api_base == "http://h:8000/v1"
+    assert (
+        local.configured(_given(checkout, tmp_path, flags), settings).settled.config.model.api_base
+        == "http://h:8000/v1"
+    )

@@ -34,15 +34,6 @@ def git(
     return out.decode("utf-8", "surrogateescape")
 
 
-def head_checkout(repo: Path, dest: Path) -> Path:
-    """A clean clone of a local `repo`'s HEAD made by the worker's git (`mini-fix run`'s checkout): nothing in the
-    given directory's `.git` (config, hooks, filters) is used by the host's git; uncommitted changes are not taken."""
-    with quarantined(repo) as git_dir:
-        head = git(["rev-parse", "--verify", "HEAD^{commit}"], git_dir=git_dir).strip()
-    base_checkout(str(repo), head, dest)
-    return dest
-
-
 def _local_path(source: str) -> Path | None:
     """The directory a clone source names, when it is one on this machine (a path or a file:// URL)."""
     path = Path(source.removeprefix("file://")) if "://" not in source or source.startswith("file://") else None
