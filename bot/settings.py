@@ -14,7 +14,8 @@ from urllib.parse import urlsplit
 from pydantic import AliasChoices, Field, SecretStr, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
-from bot.forge_settings import ForgeSettings, SettingsError
+from bot.forge_settings import ForgeSettings
+from bot.forge_settings import SettingsError as SettingsError  # re-exported: callers import it from here
 
 # Package registries a setup phase typically needs (PyPI, npm, Debian, crates.io, Go modules, Maven Central).
 DEFAULT_SETUP_HOSTS = (
