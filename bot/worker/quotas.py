@@ -214,50 +214,90 @@ def guarded(
     reset) with a comment on its issue, and one that may start runs with its token headroom known
     (`within_quota`); `/agent help` runs with the repository's remaining quota to show."""
 
-    def wanted(job: Job) -> Mapping[str, float]:
-        if asked is None:
-            return {}
-        try:
-            return asked(job)
-        except Exception:  # an unreadable config is the admission gate's to report; the operator's quotas hold
-            log.warning("quota_config_unread", exc_info=True)
-            return {}
+    def checked(job: Job, *, every: bool = False) -> Check:
+        return check(settings, used, job, clock(), followups=followups, asked=_wanted(asked, job), every=every)
 
     def run(job: Job, cancel: threading.Event) -> JobOutcome:
-        if not any(operator_limits(settings, job.repo.split("/", 1)[0]).values()):
-            return runner(job, cancel)  # no quota for this owner: nothing is read, nothing to lower
-        if job.kind.is_control:
-            if job.kind != JobKind.HELP:
-                return runner(job, cancel)
-            found = check(settings, used, job, clock(), followups=followups, asked=wanted(job), every=True)
-            with quota_notes.running(quota_notes.RunQuota(remaining=_help_lines(found))):
-                return runner(job, cancel)
-        found = check(settings, used, job, clock(), followups=followups, asked=wanted(job))
-        _observe(job, found)
-        for warning in found.warnings:
-            log.warning("quota_config_ignored", detail=warning)
-        if (quota := found.past) is None:
-            note = quota_notes.RunQuota()
-            if found.token_quota is not None and found.tokens_left is not None:
-                budget = max(1, found.tokens_left)
-                note = quota_notes.RunQuota(budget, _budget_reason(found.token_quota, budget))
-            token = _TOKENS_LEFT.set(found.tokens_left)
-            try:
-                with quota_notes.running(note):
-                    return runner(job, cancel)
-            finally:
-                _TOKENS_LEFT.reset(token)
-        if settings.quota_when_reached == "wait" and quota.resets_at is not None:
-            return _wait(job, quota, github, clock())
-        log.info("job_refused_quota", quota=quota.name, limit=quota.limit, used=quota.used)
-        body = (
-            f"mini-fix did not start on this: {quota.sentence()}. Nothing was run. Ask again with "
-            f"`/agent retry` or the label after the reset, or ask the App's operator to raise the quota."
-        )
-        _comment(github, job, body)
-        return JobOutcome(JobStatus.CANCELLED, error=f"{REFUSED}: {quota.sentence()}")
+        if not _owner_has_quotas(settings, job) or (job.kind.is_control and job.kind != JobKind.HELP):
+            return runner(job, cancel)  # no quota for this owner (nothing is read), or a control job that uses none
+        if job.kind == JobKind.HELP:
+            return _run_showing(runner, job, cancel, checked(job, every=True))
+        found = checked(job)
+        _report(job, found)
+        if found.past is None:
+            return _run_within(runner, job, cancel, found)
+        return _turn_away(job, found.past, settings, github, clock)
 
     return run
+
+
+def _wanted(asked: Asked | None, job: Job) -> Mapping[str, float]:
+    """The repository's and organisation's own quotas; none when there is no reader or the config is unreadable."""
+    if asked is None:
+        return {}
+    try:
+        return asked(job)
+    except Exception:  # an unreadable config is the admission gate's to report; the operator's quotas hold
+        log.warning("quota_config_unread", exc_info=True)
+        return {}
+
+
+def _owner_has_quotas(settings: Settings, job: Job) -> bool:
+    """Whether the operator set any quota for the job's owner (without one, nothing is read and nothing lowered)."""
+    return any(operator_limits(settings, job.repo.split("/", 1)[0]).values())
+
+
+def _run_showing(runner: Runner, job: Job, cancel: threading.Event, found: Check) -> JobOutcome:
+    """`/agent help`: the run, with every quota that applies and what is left of it to show."""
+    with quota_notes.running(quota_notes.RunQuota(remaining=_help_lines(found))):
+        return runner(job, cancel)
+
+
+def _report(job: Job, found: Check) -> None:
+    """The check's quotas as gauges, and each config value that was ignored, as a warning."""
+    _observe(job, found)
+    for warning in found.warnings:
+        log.warning("quota_config_ignored", detail=warning)
+
+
+def _run_within(runner: Runner, job: Job, cancel: threading.Event, found: Check) -> JobOutcome:
+    """A run no quota stops: it runs with its token headroom claimed for this thread (`tokens_left`) and, under a
+    token quota, a budget whose end names that quota."""
+    note = quota_notes.RunQuota()
+    if found.token_quota is not None and found.tokens_left is not None:
+        budget = max(1, found.tokens_left)
+        note = quota_notes.RunQuota(budget, _budget_reason(found.token_quota, budget))
+    token = _TOKENS_LEFT.set(found.tokens_left)
+    try:
+        with quota_notes.running(note):
+            return runner(job, cancel)
+    finally:
+        _TOKENS_LEFT.reset(token)
+
+
+def _turn_away(
+    job: Job,
+    quota: Quota,
+    settings: Settings,
+    github: Callable[[int, str], GitHubGateway],
+    clock: Callable[[], datetime],
+) -> JobOutcome:
+    """A run past `quota`: back to the queue until its reset (MINIFIX_QUOTA_WHEN_REACHED=wait, a quota that
+    resets), else refused; either way its issue is told."""
+    if settings.quota_when_reached == "wait" and quota.resets_at is not None:
+        return _wait(job, quota, github, clock())
+    return _refuse(job, quota, github)
+
+
+def _refuse(job: Job, quota: Quota, github: Callable[[int, str], GitHubGateway]) -> JobOutcome:
+    """Cancelled before anything ran, with a comment that names the quota and how to go on."""
+    log.info("job_refused_quota", quota=quota.name, limit=quota.limit, used=quota.used)
+    body = (
+        f"mini-fix did not start on this: {quota.sentence()}. Nothing was run. Ask again with "
+        f"`/agent retry` or the label after the reset, or ask the App's operator to raise the quota."
+    )
+    _comment(github, job, body)
+    return JobOutcome(JobStatus.CANCELLED, error=f"{REFUSED}: {quota.sentence()}")
 
 
 def _observe(job: Job, found: Check) -> None:
