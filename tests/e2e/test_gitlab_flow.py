@@ -17,7 +17,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.e2e.test_github_flow import FILES, FIX, jobs, wait_for
+from tests.e2e.test_github_flow import FILES, FIX, jobs, runner_env, wait_for
 from tests.support.app_process import AppProcess
 from tests.support.fake_github import throwaway_key
 from tests.support.fake_gitlab import BOT, DEVELOPER, REPORTER, FakeGitLab
@@ -65,12 +65,7 @@ def app_env(
         "MINIFIX_GITLAB_TOKEN": gitlab.bot_token,
         "MINIFIX_GITLAB_WEBHOOK_SECRET": SECRET,
         "MINIFIX_GITLAB_BOT_USERNAME": BOT,
-        "MINIFIX_MODEL": "hosted_vllm/scripted",
-        "MINIFIX_MODEL_API_BASE": model.api_base,
-        "MINIFIX_DATA_DIR": str(data_dir),
-        "MINIFIX_WORKERS": "1",
-        "MINIFIX_LOG_FORMAT": "json",
-        "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+        **runner_env(model, data_dir),
         **extra,
     }
 
