@@ -66,13 +66,20 @@ def app_env(github: FakeGitHub, model: ScriptedModelServer, data_dir: Path, **ex
         "MINIFIX_PRIVATE_KEY": throwaway_key(),
         "MINIFIX_WEBHOOK_SECRET": SECRET,
         "MINIFIX_GITHUB_API_URL": github.base_url,
+        **runner_env(model, data_dir),
+        **extra,
+    }
+
+
+def runner_env(model: ScriptedModelServer, data_dir: Path) -> dict[str, str]:
+    """What an e2e app needs besides its forge: the scripted model, its data, one worker, JSON logs."""
+    return {
         "MINIFIX_MODEL": "hosted_vllm/scripted",
         "MINIFIX_MODEL_API_BASE": model.api_base,
         "MINIFIX_DATA_DIR": str(data_dir),
         "MINIFIX_WORKERS": "1",
         "MINIFIX_LOG_FORMAT": "json",
         "LITELLM_LOCAL_MODEL_COST_MAP": "True",
-        **extra,
     }
 
 

@@ -9,13 +9,15 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
-from tests.e2e.test_github_flow import jobs, wait_for
+from tests.e2e.test_github_flow import FILES, FIX, jobs, runner_env, wait_for
 from tests.support.app_process import AppProcess
 from tests.support.fake_github import throwaway_key
 from tests.support.fake_gitlab import BOT, DEVELOPER, REPORTER, FakeGitLab
@@ -32,17 +34,7 @@ from tests.support.model_server import ScriptedModelServer, bash_reply
 
 pytestmark = [pytest.mark.docker, pytest.mark.e2e]
 
-PROJECT = "acme/tools/calc"
-FILES = {
-    "calc.py": "def add(a, b):\n    return a - b\n",
-    "test_calc.py": "import unittest\nfrom calc import add\n\n\nclass T(unittest.TestCase):\n"
-    "    def test_add(self):\n        self.assertEqual(add(2, 3), 5)\n",
-}
-FIX = [
-    bash_reply("python3 -m unittest -q 2>&1 | tail -1", "Reproduce."),
-    bash_reply("sed -i 's/a - b/a + b/' calc.py && python3 -m unittest -q", "Fix the operator."),
-    bash_reply("printf 'COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT\\nadd() adds now; test_add passes.\\n'", "Submit."),
-]
+PROJECT = "acme/tools/calc"  # in a subgroup: members inherited from `acme`, a path that needs URL-encoding
 BRANCH_OF = "mini-fix/issue-{}"
 
 
@@ -73,12 +65,7 @@ def app_env(
         "MINIFIX_GITLAB_TOKEN": gitlab.bot_token,
         "MINIFIX_GITLAB_WEBHOOK_SECRET": SECRET,
         "MINIFIX_GITLAB_BOT_USERNAME": BOT,
-        "MINIFIX_MODEL": "hosted_vllm/scripted",
-        "MINIFIX_MODEL_API_BASE": model.api_base,
-        "MINIFIX_DATA_DIR": str(data_dir),
-        "MINIFIX_WORKERS": "1",
-        "MINIFIX_LOG_FORMAT": "json",
-        "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+        **runner_env(model, data_dir),
         **extra,
     }
 
@@ -101,28 +88,52 @@ def secrets_absent(gitlab: FakeGitLab, model: ScriptedModelServer, data: Path) -
     assert gitlab.bot_token not in posted and gitlab.bot_token not in seen
 
 
-def test_label_opens_a_draft_mr_and_a_retry_on_it_updates_the_same_mr(gitlab: FakeGitLab, tmp_path: Path) -> None:
+@dataclass
+class FirstRun:
+    """A labelled issue whose first fix has opened its draft MR and finished, with the app still serving."""
+
+    app: AppProcess
+    model: ScriptedModelServer
+    data: Path
+    iid: int
+    branch: str
+    mr: dict[str, Any]
+
+    def wait_for_second(self, what: str) -> None:
+        wait_for(lambda: statuses(self.data, self.app) == ["succeeded", "succeeded"], 240, what, self.app.log)
+
+
+@contextmanager
+def first_run(gitlab: FakeGitLab, tmp_path: Path, follow: list[str]) -> Iterator[FirstRun]:
+    """Alice labels an issue; the scripted model fixes it (FIX), then answers the follow-up with `follow`. The app
+    stops when the block ends."""
     iid = gitlab.add_issue(PROJECT, "add() subtracts", "add(2, 3) returns -1", author="alice")
-    retry = [
-        bash_reply("cat calc.py", "Follow the guidance."),
-        bash_reply("printf 'def add(a, b):\\n    return sum((a, b))\\n' > calc.py && python3 -m unittest -q"),
-        bash_reply("printf 'COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT\\nadd() uses sum().\\n'", "Submit."),
-    ]
     data = tmp_path / "data"
-    with ScriptedModelServer([*FIX, *retry]) as model:
+    with ScriptedModelServer([*FIX, *follow]) as model:
         app = AppProcess(app_env(gitlab, model, data), tmp_path / "app.log").start()
         try:
             answer = hook(app, labeled(PROJECT, iid, user="alice"))
             assert answer.status_code == 202, answer.text
             mr = wait_for(lambda: gitlab.merge_requests, 240, "a merge request", app.log)[0]
             wait_for(lambda: statuses(data, app) == ["succeeded"], 90, "run 1", app.log)
-            first_head = gitlab.branch_head(PROJECT, BRANCH_OF.format(iid))
-            retry_note = note_hook(PROJECT, mr["iid"], "/agent retry use sum() instead", on="MergeRequest",
-                                   branch=BRANCH_OF.format(iid), user="alice")  # fmt: skip
-            assert hook(app, retry_note).status_code == 202
-            wait_for(lambda: statuses(data, app) == ["succeeded", "succeeded"], 240, "run 2", app.log)
+            yield FirstRun(app, model, data, iid, BRANCH_OF.format(iid), mr)
         finally:
             app.stop()
+
+
+def test_label_opens_a_draft_mr_and_a_retry_on_it_updates_the_same_mr(gitlab: FakeGitLab, tmp_path: Path) -> None:
+    retry = [
+        bash_reply("cat calc.py", "Follow the guidance."),
+        bash_reply("printf 'def add(a, b):\\n    return sum((a, b))\\n' > calc.py && python3 -m unittest -q"),
+        bash_reply("printf 'COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT\\nadd() uses sum().\\n'", "Submit."),
+    ]
+    with first_run(gitlab, tmp_path, retry) as run:
+        first_head = gitlab.branch_head(PROJECT, run.branch)
+        retry_note = note_hook(PROJECT, run.mr["iid"], "/agent retry use sum() instead", on="MergeRequest",
+                               branch=run.branch, user="alice")  # fmt: skip
+        assert hook(run.app, retry_note).status_code == 202
+        run.wait_for_second("run 2")
+    iid, mr, model, data = run.iid, run.mr, run.model, run.data
     assert mr["title"] == "Draft: add() subtracts" and mr["source_branch"] == BRANCH_OF.format(iid)
     assert mr["description"].startswith(f"Closes #{iid}\n") and len(gitlab.merge_requests) == 1
     assert "use sum() instead" in model.requests[3]["messages"][1]["content"]
@@ -180,7 +191,6 @@ def test_stop_cancels_the_running_fix(gitlab: FakeGitLab, tmp_path: Path) -> Non
 
 
 def test_a_failed_pipeline_on_the_bots_push_gets_one_ci_follow_up(gitlab: FakeGitLab, tmp_path: Path) -> None:
-    iid = gitlab.add_issue(PROJECT, "add() subtracts", "add(2, 3) returns -1", author="alice")
     leaked = "glpat-" + "Q" * 20  # a token-shaped string the project's CI printed
     trace = (
         '\x1b[0Ksection_start:1767268800:step_script\r\x1b[0K\x1b[36;1mExecuting "step_script"\x1b[0;m\n'
@@ -191,24 +201,17 @@ def test_a_failed_pipeline_on_the_bots_push_gets_one_ci_follow_up(gitlab: FakeGi
         bash_reply("printf 'def add(a, b):\\n    return a + b  # v2\\n' > calc.py", "Fix what CI said."),
         bash_reply("printf 'COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT\\nfollow-up\\n'", "Submit."),
     ]
-    data = tmp_path / "data"
-    branch = BRANCH_OF.format(iid)
-    with ScriptedModelServer([*FIX, *follow]) as model:
-        app = AppProcess(app_env(gitlab, model, data), tmp_path / "app.log").start()
-        try:
-            hook(app, labeled(PROJECT, iid, user="alice"))
-            mr = wait_for(lambda: gitlab.merge_requests, 240, "a merge request", app.log)[0]
-            wait_for(lambda: statuses(data, app) == ["succeeded"], 90, "run 1", app.log)
-            sha = str(gitlab.branch_head(PROJECT, branch))
-            gitlab.add_pipeline(PROJECT, sha, branch, [("unit", "failed", trace)])
-            pipe = pipeline_hook(PROJECT, status="failed", mr_iid=mr["iid"], branch=branch, user=BOT, sha=sha)
-            running = pipeline_hook(PROJECT, status="running", mr_iid=mr["iid"], branch=branch, user=BOT, sha=sha)
-            answers = [hook(app, running), hook(app, pipe), hook(app, pipe)]  # one per status change, a redelivery
-            assert all(a.status_code in (200, 202) for a in answers), [a.text for a in answers]
-            wait_for(lambda: statuses(data, app) == ["succeeded", "succeeded"], 240, "the follow-up", app.log)
-        finally:
-            app.stop()
-    assert [j["kind"] for j in jobs(data, app.env)] == ["ci", "fix"]  # one follow-up for three deliveries
+    with first_run(gitlab, tmp_path, follow) as run:
+        branch, mr_iid = run.branch, run.mr["iid"]
+        sha = str(gitlab.branch_head(PROJECT, branch))
+        gitlab.add_pipeline(PROJECT, sha, branch, [("unit", "failed", trace)])
+        pipe = pipeline_hook(PROJECT, status="failed", mr_iid=mr_iid, branch=branch, user=BOT, sha=sha)
+        running = pipeline_hook(PROJECT, status="running", mr_iid=mr_iid, branch=branch, user=BOT, sha=sha)
+        answers = [hook(run.app, running), hook(run.app, pipe), hook(run.app, pipe)]  # status changes, a redelivery
+        assert all(a.status_code in (200, 202) for a in answers), [a.text for a in answers]
+        run.wait_for_second("the follow-up")
+    model, data = run.model, run.data
+    assert [j["kind"] for j in jobs(data, run.app.env)] == ["ci", "fix"]  # one follow-up for three deliveries
     task = model.requests[3]["messages"][1]["content"]
     assert "CI failed on the previous change" in task and "AssertionError: 6 != 5" in task and "\x1b" not in task
     assert leaked not in json.dumps(model.requests) and leaked not in json.dumps([n["body"] for n in gitlab.notes])
@@ -217,37 +220,29 @@ def test_a_failed_pipeline_on_the_bots_push_gets_one_ci_follow_up(gitlab: FakeGi
 
 
 def test_a_developers_requested_changes_get_one_review_follow_up(gitlab: FakeGitLab, tmp_path: Path) -> None:
-    iid = gitlab.add_issue(PROJECT, "add() subtracts", "add(2, 3) returns -1", author="alice")
     follow = [
         bash_reply("printf 'def add(x, y):\\n    return x + y\\n' > calc.py", "Do what the review asked."),
         bash_reply("printf 'COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT\\nrenamed\\n'", "Submit."),
     ]
-    data = tmp_path / "data"
-    branch = BRANCH_OF.format(iid)
-    with ScriptedModelServer([*FIX, *follow]) as model:
-        app = AppProcess(app_env(gitlab, model, data), tmp_path / "app.log").start()
-        try:
-            hook(app, labeled(PROJECT, iid, user="alice"))
-            mr = wait_for(lambda: gitlab.merge_requests, 240, "a merge request", app.log)[0]
-            wait_for(lambda: statuses(data, app) == ["succeeded"], 90, "run 1", app.log)
-            gitlab.add_diff_note(PROJECT, mr["iid"], "Name the operands x and y.", "alice", "calc.py", 2)
-            gitlab.add_diff_note(PROJECT, mr["iid"], "And say why.", "alice", "calc.py", 1)
-            diff_notes = [
-                note_hook(PROJECT, mr["iid"], text, on="MergeRequest", branch=branch, user="alice", diff=True)
-                for text in ("Name the operands x and y.", "And say why.")
-            ]
-            state = merge_request_hook(PROJECT, mr["iid"], action="update", branch=branch, user="alice",
-                                       reviewers=[("alice", "requested_changes")],
-                                       previous_reviewers=[("alice", "review_started")])  # fmt: skip
-            answers = [hook(app, p) for p in (*diff_notes, state)]
-            assert [a.json()["action"] for a in answers] == ["ignore", "ignore", "enqueue"], [a.text for a in answers]
-            wait_for(lambda: statuses(data, app) == ["succeeded", "succeeded"], 240, "the follow-up", app.log)
-            rows = jobs(data, app.env)
-        finally:
-            app.stop()
+    with first_run(gitlab, tmp_path, follow) as run:
+        branch, mr_iid = run.branch, run.mr["iid"]
+        gitlab.add_diff_note(PROJECT, mr_iid, "Name the operands x and y.", "alice", "calc.py", 2)
+        gitlab.add_diff_note(PROJECT, mr_iid, "And say why.", "alice", "calc.py", 1)
+        diff_notes = [
+            note_hook(PROJECT, mr_iid, text, on="MergeRequest", branch=branch, user="alice", diff=True)
+            for text in ("Name the operands x and y.", "And say why.")
+        ]
+        state = merge_request_hook(PROJECT, mr_iid, action="update", branch=branch, user="alice",
+                                   reviewers=[("alice", "requested_changes")],
+                                   previous_reviewers=[("alice", "review_started")])  # fmt: skip
+        answers = [hook(run.app, p) for p in (*diff_notes, state)]
+        assert [a.json()["action"] for a in answers] == ["ignore", "ignore", "enqueue"], [a.text for a in answers]
+        run.wait_for_second("the follow-up")
+        rows = jobs(run.data, run.app.env)
+    model = run.model
     assert [r["kind"] for r in rows] == ["review", "fix"]
     task = model.requests[3]["messages"][1]["content"]
     assert "Name the operands x and y." in task and "And say why." in task and "`calc.py` line 2" in task
     assert "return x + y" in gitlab.show(PROJECT, branch, "calc.py") and len(gitlab.merge_requests) == 1
-    answer = [n["body"] for n in gitlab.notes_on(PROJECT, mr["iid"], "merge_requests") if "review" in n["body"]]
+    answer = [n["body"] for n in gitlab.notes_on(PROJECT, mr_iid, "merge_requests") if "review" in n["body"]]
     assert answer and "Name the operands" in answer[-1]

@@ -9,15 +9,9 @@ fails like it would on GitHub.
 from __future__ import annotations
 
 import functools
-import os
 import secrets
-import shutil
-import subprocess
-import tempfile
-import threading
 import time
 from collections.abc import Iterator
-from http.server import ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -25,21 +19,23 @@ import jwt
 from cryptography.hazmat.primitives.asymmetric import rsa
 from cryptography.hazmat.primitives.serialization import Encoding, NoEncryption, PrivateFormat
 
+from tests.support.fake_forge import FakeForge
 from tests.support.fake_github_checks import ChecksState
-from tests.support.fake_github_faults import Faults
-from tests.support.fake_github_http import GitHubHandler as _Handler
+from tests.support.fake_github_http import GitHubHandler
 
 APP_SLUG = "mini-fix-test"
 BOT_ID = 4242
 LEGACY = {"admin": "admin", "maintain": "write", "write": "write", "triage": "read", "read": "read"}
 
 
-class FakeGitHub:
+class FakeGitHub(FakeForge):
     """A fake GitHub for one test: `start()` returns the base URL for MINIFIX_GITHUB_API_URL."""
 
+    handler = GitHubHandler
+
     def __init__(self, app_id: int = 1234) -> None:
+        super().__init__("fake-github-")
         self.app_id = app_id
-        self.root = Path(tempfile.mkdtemp(prefix="fake-github-"))
         self.repos: dict[str, dict[str, Any]] = {}
         self.issues: dict[tuple[str, int], dict[str, Any]] = {}
         self.comments: list[dict[str, Any]] = []
@@ -50,35 +46,8 @@ class FakeGitHub:
         self.labels: dict[str, list[dict[str, Any]]] = {}  # repo -> labels (name, color, description)
         self.teams: dict[tuple[str, str], set[str]] = {}  # (org, team slug) -> member logins
         self.tokens: dict[str, dict[str, Any]] = {}  # token -> {installation, repositories, permissions}
-        self.requests: list[tuple[str, str]] = []  # (method, path) of every request
-        self.git_requests: list[tuple[str, int]] = []  # (path, status) of every git request
-        self.faults = Faults()  # injected failures, REST and git, consulted before any route
         self.token_lifetime: float | None = None  # seconds a minted token works (None: until 2099)
         self.checks = ChecksState()  # check runs, Actions job logs, reviews (fake_github_checks)
-        self.lock = threading.Lock()
-        self._server: ThreadingHTTPServer | None = None
-        self.base_url = ""
-
-    # -- lifecycle --------------------
-    def start(self, host: str = "127.0.0.1") -> str:
-        """Serve on a free port of `host` (127.0.0.1, or a docker bridge's gateway for containers); return the URL."""
-        fake = self
-
-        class Handler(_Handler):
-            github = fake
-
-        self._server = ThreadingHTTPServer((host, 0), Handler)
-        self.base_url = f"http://{host}:{self._server.server_address[1]}"
-        # shutdown() waits for serve_forever's next poll: 0.5 s by default, paid by every test that stops a fake
-        threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True).start()
-        return self.base_url
-
-    def stop(self) -> None:
-        """Stop serving and remove the bare repositories."""
-        if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
-        shutil.rmtree(self.root, ignore_errors=True)
 
     # -- seeding --------------------
     def add_repo(
@@ -94,30 +63,7 @@ class FakeGitHub:
         """A repository with one commit holding `files` on `default_branch`."""
         full = f"{owner}/{name}"
         bare = self.root / owner / f"{name}.git"
-        work = self.root / "_work" / full
-        work.mkdir(parents=True)
-        for path, text in files.items():
-            (work / path).parent.mkdir(parents=True, exist_ok=True)
-            (work / path).write_text(text)
-        _run(["git", "init", "-q", "--bare", "-b", default_branch, str(bare)])
-        _run(["git", "-C", str(bare), "config", "http.receivepack", "true"])
-        _run(["git", "init", "-q", "-b", default_branch, str(work)])
-        _run(["git", "-C", str(work), "add", "-A"])
-        _run(
-            [
-                "git",
-                "-C",
-                str(work),
-                "-c",
-                "user.name=Seed",
-                "-c",
-                "user.email=seed@example.com",
-                "commit",
-                "-qm",
-                "Initial commit",
-            ]
-        )
-        _run(["git", "-C", str(work), "push", "-q", str(bare), f"HEAD:refs/heads/{default_branch}"])
+        self._seed(bare, self.root / "_work" / full, files, default_branch)
         self.repos[full] = {
             "id": len(self.repos) + 1,
             "name": name,
@@ -172,27 +118,9 @@ class FakeGitHub:
         self.permissions[user] = role
 
     # -- inspection --------------------
-    def branch_head(self, repo: str, branch: str) -> str | None:
-        """The commit a branch points at, or None."""
-        proc = subprocess.run(
-            [
-                "git",
-                "--git-dir",
-                str(self.repos[repo]["bare"]),
-                "rev-parse",
-                "--verify",
-                "-q",
-                f"refs/heads/{branch}",
-            ],
-            capture_output=True,
-            text=True,
-            check=False,
-        )
-        return proc.stdout.strip() or None
-
-    def show(self, repo: str, rev: str, path: str) -> str:
-        """A file's content at a revision of the bare repository."""
-        return _run(["git", "--git-dir", str(self.repos[repo]["bare"]), "show", f"{rev}:{path}"])
+    def _bare(self, repo: str) -> Path:
+        bare: Path = self.repos[repo]["bare"]
+        return bare
 
     def comments_on(self, repo: str, issue: int) -> list[dict[str, Any]]:
         """Comments on one issue or PR, oldest first."""
@@ -263,11 +191,6 @@ def throwaway_key() -> str:
 def _stamp(n: int) -> str:
     """The n-th comment's creation time: one second apart, so ISO strings sort in posting order."""
     return f"2024-01-01T{n // 3600:02d}:{n // 60 % 60:02d}:{n % 60:02d}Z"
-
-
-def _run(cmd: list[str]) -> str:
-    env = {**os.environ, "GIT_CONFIG_NOSYSTEM": "1"}
-    return subprocess.run(cmd, capture_output=True, text=True, check=True, env=env).stdout
 
 
 def widgets_github() -> Iterator[FakeGitHub]:

@@ -195,11 +195,9 @@ def check_run_completed(repo: str, sha: str, *, installation: int = 1) -> dict[s
     return payload
 
 
-def review_submitted(repo: str, pull: int, branch: str, review_id: int, *, sender: str, installation: int = 1
-                     ) -> dict[str, Any]:  # fmt: skip
-    """`pull_request_review.submitted`, changes requested, on the App's PR."""
-    payload = _ours(example("pull_request_review", "submitted"), repo, installation)
-    payload["review"].update(id=review_id, state="changes_requested")
+def _on_pull(event: str, repo: str, pull: int, branch: str, sender: str, installation: int) -> dict[str, Any]:
+    """A documented pull request event, moved onto the App's PR `pull` (head `branch`) and sent by `sender`."""
+    payload = _ours(example(*event.split(".")), repo, installation)
     payload["pull_request"].update(number=pull)
     payload["pull_request"]["head"].update(ref=branch)
     for side in ("head", "base"):
@@ -208,14 +206,17 @@ def review_submitted(repo: str, pull: int, branch: str, review_id: int, *, sende
     return payload
 
 
+def review_submitted(repo: str, pull: int, branch: str, review_id: int, *, sender: str, installation: int = 1
+                     ) -> dict[str, Any]:  # fmt: skip
+    """`pull_request_review.submitted`, changes requested, on the App's PR."""
+    payload = _on_pull("pull_request_review.submitted", repo, pull, branch, sender, installation)
+    payload["review"].update(id=review_id, state="changes_requested")
+    return payload
+
+
 def review_comment_created(repo: str, pull: int, branch: str, review_id: int, *, sender: str, installation: int = 1
                            ) -> dict[str, Any]:  # fmt: skip
     """`pull_request_review_comment.created` for one inline comment of a review."""
-    payload = _ours(example("pull_request_review_comment", "created"), repo, installation)
+    payload = _on_pull("pull_request_review_comment.created", repo, pull, branch, sender, installation)
     payload["comment"].update(pull_request_review_id=review_id)
-    payload["pull_request"].update(number=pull)
-    payload["pull_request"]["head"].update(ref=branch)
-    for side in ("head", "base"):
-        payload["pull_request"][side]["repo"]["id"] = 1
-    payload["sender"] = {"login": sender, "type": "User"}
     return payload

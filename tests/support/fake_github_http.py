@@ -2,169 +2,61 @@
 
 from __future__ import annotations
 
-import base64
 import json
-import os
 import re
-import subprocess
 from collections.abc import Callable
-from http.server import BaseHTTPRequestHandler
 from typing import Any
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import SplitResult, parse_qs
 
+from tests.support.fake_forge import ForgeHandler, Reply, find_route
 from tests.support.fake_github_checks import ROUTES as checks_routes
 from tests.support.fake_github_config import ROUTES as config_routes
 from tests.support.fake_github_faults import GIT_PATH
 
-Reply = tuple[int, Any]
+BAD_CREDENTIALS = {"message": "Bad credentials"}
 REPO = r"/repos/(?P<owner>[^/]+)/(?P<name>[^/]+)"
 LEGACY = {"admin": "admin", "maintain": "write", "write": "write", "triage": "read", "read": "read"}
 BOT_ID = 4242
 
 
-class GitHubHandler(BaseHTTPRequestHandler):
-    """One request; `github` is the FakeGitHub it serves (set on a subclass by FakeGitHub.start)."""
+class GitHubHandler(ForgeHandler):
+    """One request to FakeGitHub: REST needs a token minted for the repository (or the App's JWT); git needs
+    `x-access-token:<token>` as Basic auth."""
 
-    github: Any
-
-    def log_message(self, format: str, *args: Any) -> None:  # quiet
-        pass
-
-    def do_GET(self) -> None:
-        self._dispatch("GET")
-
-    def do_POST(self) -> None:
-        self._dispatch("POST")
+    git_path = re.compile(GIT_PATH)
+    realm = "GitHub"
 
     def do_PATCH(self) -> None:
         self._dispatch("PATCH")
 
-    def _dispatch(self, method: str) -> None:
-        url = urlsplit(self.path)
-        is_git = re.match(GIT_PATH, url.path) is not None
-        if fault := self.github.faults.take(method, url.path):  # injected failures (fake_github_faults.py)
-            self._body()  # read, so the client sees the answer and not a reset connection
-            if is_git:  # the request never reaches the repository
-                self.github.git_requests.append((url.path, fault.status))
-                return self._empty(fault.status, fault.headers)
-            self.github.requests.append((method, url.path))
-            return self._json(fault.status, fault.body or {"message": "injected"}, fault.headers)
-        if is_git:
-            return self._git(method, url.path, url.query)
-        self.github.requests.append((method, url.path))
-        body = self._body()
-        if self._checks(method, url.path, url.query):
-            return None
-        for route_method, pattern, handler, auth in ROUTES:
-            m = re.fullmatch(pattern, url.path)
-            if m and route_method == method:
-                if not self._authorised(auth, m.groupdict()):
-                    return self._json(401, {"message": "Bad credentials"})
-                params = {k: v[0] for k, v in parse_qs(url.query).items()}
-                status, data = handler(self.github, m.groupdict(), params, json.loads(body or b"null"))
-                return self._json(status, data)
-        self._json(404, {"message": "Not Found"})
-
-    def _checks(self, method: str, path: str, query: str) -> bool:
-        """CI and review routes (fake_github_checks): their handlers also read the token's permissions."""
-        for route_method, pattern, handler, auth in checks_routes:
-            m = re.fullmatch(pattern, path)
-            if m and route_method == method:
-                if auth != "none" and not self._authorised(auth, m.groupdict()):
-                    self._json(401, {"message": "Bad credentials"})
-                else:
-                    params = {k: v[0] for k, v in parse_qs(query).items()}
-                    self._json(*handler(self.github, m.groupdict(), params, None, self.headers))
-                return True
-        return False
-
-    def _body(self) -> bytes:
-        if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
-            chunks = []
-            while (size := int(self.rfile.readline().strip() or b"0", 16)) > 0:
-                chunks.append(self.rfile.read(size))
-                self.rfile.readline()
-            self.rfile.readline()
-            return b"".join(chunks)
-        return self.rfile.read(int(self.headers.get("Content-Length") or 0))
+    def _rest(self, method: str, url: SplitResult, body: bytes) -> None:
+        params = {k: v[0] for k, v in parse_qs(url.query).items()}
+        if found := find_route(checks_routes, method, url.path):  # their handlers also read the token's permissions
+            (_, _, handler, auth), groups = found
+            if auth != "none" and not self._authorised(auth, groups):
+                return self._send(401, BAD_CREDENTIALS)
+            return self._send(*handler(self.forge, groups, params, None, self.headers))
+        if found := find_route(ROUTES, method, url.path):
+            (_, _, handler, auth), groups = found
+            if not self._authorised(auth, groups):
+                return self._send(401, BAD_CREDENTIALS)
+            return self._send(*handler(self.forge, groups, params, json.loads(body or b"null")))
+        self._send(404, {"message": "Not Found"})
 
     def _authorised(self, auth: str, groups: dict[str, str]) -> bool:
         scheme, _, credential = (self.headers.get("Authorization") or "").partition(" ")
         if auth == "jwt":
-            return scheme.lower() == "bearer" and self.github.check_jwt(credential)
+            return scheme.lower() == "bearer" and self.forge.check_jwt(credential)
         if auth == "any":
-            return self.github.check_jwt(credential) or credential in self.github.tokens
-        return self.github.token_allows(credential, f"{groups['owner']}/{groups['name']}")
+            return self.forge.check_jwt(credential) or credential in self.forge.tokens
+        return self.forge.token_allows(credential, f"{groups['owner']}/{groups['name']}")
 
-    def _json(self, status: int, data: Any, headers: dict[str, str] | None = None) -> None:
-        if status == 302:  # a redirect to a short-lived URL (Actions logs)
-            self.send_response(302)
-            self.send_header("Location", data["location"])
-            self.send_header("Content-Length", "0")
-            self.end_headers()
-            return
-        text = isinstance(data, str)  # a plain-text body (a log)
-        raw = b"" if status == 204 else data.encode() if text else json.dumps(data).encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "text/plain" if text else "application/json")
-        self.send_header("Content-Length", str(len(raw)))
-        for name, value in (headers or {}).items():
-            self.send_header(name, value)
-        self.end_headers()
-        self.wfile.write(raw)
-
-    def _empty(self, status: int, headers: dict[str, str]) -> None:
-        self.send_response(status)
-        self.send_header("Content-Length", "0")
-        for name, value in headers.items():
-            self.send_header(name, value)
-        self.end_headers()
-
-    # -- git smart HTTP --------------------
-    def _git(self, method: str, path: str, query: str) -> None:
-        repo = "/".join(path.strip("/").split("/")[:2])[: -len(".git")]
-        if not self._git_authorised(repo):
-            self.github.git_requests.append((path, 401))
-            self.send_response(401)
-            self.send_header("WWW-Authenticate", 'Basic realm="GitHub"')
-            self.send_header("Content-Length", "0")
-            self.end_headers()
-            return
-        self.github.git_requests.append((path, 200))
-        body = self._body()
-        env = {
-            "PATH": os.environ["PATH"],
-            "GIT_PROJECT_ROOT": str(self.github.root),
-            "GIT_HTTP_EXPORT_ALL": "1",
-            "PATH_INFO": path,
-            "REQUEST_METHOD": method,
-            "QUERY_STRING": query,
-            "REMOTE_USER": "x-access-token",
-            "REMOTE_ADDR": "127.0.0.1",
-            "CONTENT_TYPE": self.headers.get("Content-Type", ""),
-            "CONTENT_LENGTH": str(len(body)),
-            "GIT_PROTOCOL": self.headers.get("Git-Protocol", ""),
-            "HTTP_CONTENT_ENCODING": self.headers.get("Content-Encoding", ""),
-            "GIT_CONFIG_NOSYSTEM": "1",
-        }
-        proc = subprocess.run(["git", "http-backend"], input=body, env=env, capture_output=True, check=False)
-        head, _, payload = proc.stdout.partition(b"\r\n\r\n")
-        headers = [line.split(":", 1) for line in head.decode().split("\r\n") if ":" in line]
-        status = next((int(v.split()[0]) for k, v in headers if k.lower() == "status"), 200)
-        self.send_response(status)
-        for key, value in headers:
-            if key.lower() != "status":
-                self.send_header(key, value.strip())
-        self.send_header("Content-Length", str(len(payload)))
-        self.end_headers()
-        self.wfile.write(payload)
-
-    def _git_authorised(self, repo: str) -> bool:
-        scheme, _, credential = (self.headers.get("Authorization") or "").partition(" ")
-        if scheme.lower() != "basic":
-            return False
-        user, _, token = base64.b64decode(credential).decode().partition(":")
-        return user == "x-access-token" and self.github.token_allows(token, repo)
+    def _git(self, method: str, match: re.Match[str], url: SplitResult, body: bytes) -> None:
+        repo = "/".join(url.path.strip("/").split("/")[:2])[: -len(".git")]
+        basic = self._basic_auth()
+        if basic is None or basic[0] != "x-access-token" or not self.forge.token_allows(basic[1], repo):
+            return self._git_refuse(url.path)
+        self._git_backend(method, url, body, "x-access-token")
 
 
 # -- REST routes --------------------

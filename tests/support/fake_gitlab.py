@@ -10,16 +10,10 @@ token whose user is below Maintainer there is refused by a pre-receive hook with
 from __future__ import annotations
 
 import itertools
-import os
-import shutil
-import subprocess
-import tempfile
-import threading
-from http.server import ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-from tests.support.fake_github_faults import Faults
+from tests.support.fake_forge import FakeForge
 from tests.support.fake_gitlab_http import GitLabHandler
 
 BOT = "mini-fix-bot"
@@ -37,11 +31,14 @@ done
 """
 
 
-class FakeGitLab:
-    """A fake GitLab instance for one test: `start()` returns the base URL for MINIFIX_GITLAB_URL."""
+class FakeGitLab(FakeForge):
+    """A fake GitLab instance for one test: `start()` returns the base URL for MINIFIX_GITLAB_URL (its API is at
+    `/api/v4`)."""
+
+    handler = GitLabHandler
 
     def __init__(self) -> None:
-        self.root = Path(tempfile.mkdtemp(prefix="fake-gitlab-"))
+        super().__init__("fake-gitlab-")
         self.users: dict[str, dict[str, Any]] = {}  # username -> {id, username, name, bot}
         self.tokens: dict[str, str] = {}  # token -> username
         self.projects: dict[str, dict[str, Any]] = {}  # path_with_namespace -> project
@@ -53,34 +50,8 @@ class FakeGitLab:
         self.award_emoji: list[dict[str, Any]] = []  # `_project`, `_kind`, `_iid`, `_note` (None: the issue itself)
         self.labels: dict[str, list[dict[str, Any]]] = {}
         self.pipelines: list[dict[str, Any]] = []  # `_project`, id, sha, ref, status, `_jobs`
-        self.requests: list[tuple[str, str]] = []  # (method, path) of every REST request
-        self.git_requests: list[tuple[str, int]] = []  # (path, status) of every git request
-        self.faults = Faults()  # injected answers (a 429 with Retry-After), consulted before any route
-        self.lock = threading.Lock()
         self._ids = itertools.count(100)  # global ids: issues, MRs, notes, pipelines, jobs share one space here
-        self._server: ThreadingHTTPServer | None = None
-        self.base_url = ""
         self.bot_token = self.add_user(BOT, name="mini-fix", bot=True)
-
-    # -- lifecycle --------------------
-    def start(self, host: str = "127.0.0.1") -> str:
-        """Serve on a free port of `host`; return the instance's URL (its API is at `/api/v4`)."""
-        fake = self
-
-        class Handler(GitLabHandler):
-            gitlab = fake
-
-        self._server = ThreadingHTTPServer((host, 0), Handler)
-        self.base_url = f"http://{host}:{self._server.server_address[1]}"
-        threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True).start()
-        return self.base_url
-
-    def stop(self) -> None:
-        """Stop serving and remove the bare repositories."""
-        if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
-        shutil.rmtree(self.root, ignore_errors=True)
 
     # -- seeding --------------------
     def next_id(self) -> int:
@@ -106,18 +77,7 @@ class FakeGitLab:
         """A project `group[/sub]/name` with one commit holding `files`; its default branch protected (GitLab's
         default) and the bot a Developer."""
         bare = self.root / f"{path}.git"
-        work = self.root / "_work" / path
-        work.mkdir(parents=True)
-        for name, text in files.items():
-            (work / name).parent.mkdir(parents=True, exist_ok=True)
-            (work / name).write_text(text)
-        _run(["git", "init", "-q", "--bare", "-b", default_branch, str(bare)])
-        _run(["git", "-C", str(bare), "config", "http.receivepack", "true"])
-        _run(["git", "init", "-q", "-b", default_branch, str(work)])
-        _run(["git", "-C", str(work), "add", "-A"])
-        _run(["git", "-C", str(work), "-c", "user.name=Seed", "-c", "user.email=seed@example.com",
-              "commit", "-qm", "Initial commit"])  # fmt: skip
-        _run(["git", "-C", str(work), "push", "-q", str(bare), f"HEAD:refs/heads/{default_branch}"])
+        self._seed(bare, self.root / "_work" / path, files, default_branch)
         hook = bare / "hooks" / "pre-receive"
         hook.write_text(PRE_RECEIVE)
         hook.chmod(0o755)
@@ -223,16 +183,9 @@ class FakeGitLab:
         """Notes on one issue or MR, oldest first (system notes too)."""
         return [n for n in self.notes if n["_project"] == project and n["_kind"] == kind and n["_iid"] == iid]
 
-    def branch_head(self, project: str, branch: str) -> str | None:
-        """The commit a branch points at, or None."""
-        bare = str(self.projects[project]["bare"])
-        proc = subprocess.run(["git", "--git-dir", bare, "rev-parse", "--verify", "-q", f"refs/heads/{branch}"],
-                              capture_output=True, text=True, check=False)  # fmt: skip
-        return proc.stdout.strip() or None
-
-    def show(self, project: str, rev: str, path: str) -> str:
-        """A file's content at a revision of the bare repository."""
-        return _run(["git", "--git-dir", str(self.projects[project]["bare"]), "show", f"{rev}:{path}"])
+    def _bare(self, project: str) -> Path:
+        bare: Path = self.projects[project]["bare"]
+        return bare
 
     def trace_of(self, job_id: int) -> str | None:
         for pipeline in self.pipelines:
@@ -293,8 +246,3 @@ class FakeGitLab:
             }
             self.notes.append(note)
         return note
-
-
-def _run(cmd: list[str]) -> str:
-    env = {**os.environ, "GIT_CONFIG_NOSYSTEM": "1"}
-    return subprocess.run(cmd, capture_output=True, text=True, check=True, env=env).stdout

@@ -2,98 +2,66 @@
 
 from __future__ import annotations
 
-import base64
 import json
-import os
 import re
 import subprocess
 from collections.abc import Callable
-from http.server import BaseHTTPRequestHandler
 from typing import Any
-from urllib.parse import parse_qs, unquote, urlencode, urlsplit
+from urllib.parse import SplitResult, parse_qs, unquote, urlencode
 
-Reply = tuple[int, Any]
+from tests.support.fake_forge import ForgeHandler, Reply, find_route
+
 API = "/api/v4"
 PROJECT = r"/projects/(?P<project>[^/]+)"
 GIT = re.compile(r"^/(?P<project>.+?)\.git/(?:info/refs|git-upload-pack|git-receive-pack)$")
 MAINTAINER, DEVELOPER = 40, 30
 
 
-class GitLabHandler(BaseHTTPRequestHandler):
-    """One request; `gitlab` is the FakeGitLab it serves (set on a subclass by FakeGitLab.start)."""
+class GitLabHandler(ForgeHandler):
+    """One request to FakeGitLab: REST under /api/v4 needs a known token (`PRIVATE-TOKEN` or Bearer); git needs
+    `oauth2:<token>` as Basic auth."""
 
-    gitlab: Any
-
-    def log_message(self, format: str, *args: Any) -> None:  # quiet
-        pass
-
-    def do_GET(self) -> None:
-        self._dispatch("GET")
-
-    def do_POST(self) -> None:
-        self._dispatch("POST")
+    git_path = GIT
+    realm = "GitLab"
+    git_fault_json = True
 
     def do_PUT(self) -> None:
         self._dispatch("PUT")
 
-    def _dispatch(self, method: str) -> None:
-        url = urlsplit(self.path)
-        git = GIT.match(url.path)
-        body = self._body()
-        if fault := self.gitlab.faults.take(method, url.path):  # injected answers (a 429 with Retry-After)
-            if git:
-                self.gitlab.git_requests.append((url.path, fault.status))
-            else:
-                self.gitlab.requests.append((method, url.path))
-            return self._send(fault.status, fault.body or {"message": "injected"}, fault.headers)
-        if git:
-            return self._git(method, unquote(git["project"]), url.path, url.query, body)
-        self.gitlab.requests.append((method, url.path))
+    def _rest(self, method: str, url: SplitResult, body: bytes) -> None:
         if not url.path.startswith(API + "/"):
             return self._send(404, {"message": "404 Not Found"})
         user = self._user()
         if user is None:
             return self._send(401, {"message": "401 Unauthorized"})
-        path = url.path[len(API) :]
         query = {k: v if k.endswith("[]") else v[-1] for k, v in parse_qs(url.query).items()}
-        for route_method, pattern, handler in ROUTES:
-            m = re.fullmatch(pattern, path)
-            if m and route_method == method:
-                groups = {k: unquote(v) for k, v in m.groupdict().items()}
-                if "project" in groups and (project := self._project(groups["project"])) is None:
-                    return self._send(404, {"message": "404 Project Not Found"})
-                if "project" in groups:
-                    groups["project"] = project
-                data = json.loads(body or b"null") if "json" in self.headers.get("Content-Type", "") else None
-                if data is None and body:
-                    data = {k: v[-1] for k, v in parse_qs(body.decode()).items()}  # a form body
-                status, answer = handler(self.gitlab, groups, query, data or {}, user)
-                return self._page(status, answer, url.path, query)
-        self._send(404, {"message": "404 Not Found"})
+        if (found := find_route(ROUTES, method, url.path[len(API) :])) is None:
+            return self._send(404, {"message": "404 Not Found"})
+        (_, _, handler), matched = found
+        groups = {k: unquote(v) for k, v in matched.items()}
+        if "project" in groups and (project := self._project(groups["project"])) is None:
+            return self._send(404, {"message": "404 Project Not Found"})
+        if "project" in groups:
+            groups["project"] = project
+        data = json.loads(body or b"null") if "json" in self.headers.get("Content-Type", "") else None
+        if data is None and body:
+            data = {k: v[-1] for k, v in parse_qs(body.decode()).items()}  # a form body
+        status, answer = handler(self.forge, groups, query, data or {}, user)
+        self._page(status, answer, url.path, query)
 
     def _project(self, ref: str) -> str | None:
         """A project by id or by its (URL-decoded) path."""
         if ref.isdigit():
-            return next((p for p, d in self.gitlab.projects.items() if d["id"] == int(ref)), None)
-        return ref if ref in self.gitlab.projects else None
+            return next((p for p, d in self.forge.projects.items() if d["id"] == int(ref)), None)
+        return ref if ref in self.forge.projects else None
 
     def _user(self) -> str | None:
         token = self.headers.get("PRIVATE-TOKEN") or ""
         scheme, _, bearer = (self.headers.get("Authorization") or "").partition(" ")
         if not token and scheme.lower() == "bearer":
             token = bearer
-        name: str | None = self.gitlab.tokens.get(token)
+        name: str | None = self.forge.tokens.get(token)
         return name
-
-    def _body(self) -> bytes:
-        if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
-            chunks = []
-            while (size := int(self.rfile.readline().strip() or b"0", 16)) > 0:
-                chunks.append(self.rfile.read(size))
-                self.rfile.readline()
-            self.rfile.readline()
-            return b"".join(chunks)
-        return self.rfile.read(int(self.headers.get("Content-Length") or 0))
 
     def _page(self, status: int, data: Any, path: str, query: dict[str, Any]) -> None:
         """A list is paged as GitLab pages (`page`, `per_page` up to 100; `Link: rel="next"`, `X-Next-Page`)."""
@@ -106,68 +74,19 @@ class GitLabHandler(BaseHTTPRequestHandler):
             nxt = urlencode({**{k: v for k, v in query.items() if not k.endswith("[]")}, "page": page + 1}) + "".join(
                 f"&{k}={x}" for k, v in query.items() if k.endswith("[]") for x in v
             )
-            headers |= {"X-Next-Page": str(page + 1), "Link": f'<{self.gitlab.base_url}{path}?{nxt}>; rel="next"'}
+            headers |= {"X-Next-Page": str(page + 1), "Link": f'<{self.forge.base_url}{path}?{nxt}>; rel="next"'}
         self._send(status, chunk, headers)
 
-    def _send(self, status: int, data: Any, headers: dict[str, str] | None = None) -> None:
-        text = isinstance(data, str)  # a plain-text body (a trace, a raw file)
-        raw = b"" if status == 204 else data.encode() if text else json.dumps(data).encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "text/plain" if text else "application/json")
-        self.send_header("Content-Length", str(len(raw)))
-        for name, value in (headers or {}).items():
-            self.send_header(name, value)
-        self.end_headers()
-        self.wfile.write(raw)
-
-    # -- git smart HTTP --------------------
-    def _git(self, method: str, project: str, path: str, query: str, body: bytes) -> None:
-        user = self._git_user()
-        if project not in self.gitlab.projects or user is None:
-            self.gitlab.git_requests.append((path, 401))
-            self.send_response(401)
-            self.send_header("WWW-Authenticate", 'Basic realm="GitLab"')
-            self.send_header("Content-Length", "0")
-            self.end_headers()
-            return
-        self.gitlab.git_requests.append((path, 200))
-        level = self.gitlab.access_level(project, self.gitlab.user_id(user))
-        env = {
-            "PATH": os.environ["PATH"],
-            "GIT_PROJECT_ROOT": str(self.gitlab.root),
-            "GIT_HTTP_EXPORT_ALL": "1",
-            "PATH_INFO": path,
-            "REQUEST_METHOD": method,
-            "QUERY_STRING": query,
-            "REMOTE_USER": user,
-            "REMOTE_ADDR": "127.0.0.1",
-            "CONTENT_TYPE": self.headers.get("Content-Type", ""),
-            "CONTENT_LENGTH": str(len(body)),
-            "GIT_PROTOCOL": self.headers.get("Git-Protocol", ""),
-            "HTTP_CONTENT_ENCODING": self.headers.get("Content-Encoding", ""),
-            "GIT_CONFIG_NOSYSTEM": "1",
-            "FAKE_GITLAB_LEVEL": str(level),  # read by the pre-receive hook (branch protection)
-        }
-        proc = subprocess.run(["git", "http-backend"], input=body, env=env, capture_output=True, check=False)
-        head, _, payload = proc.stdout.partition(b"\r\n\r\n")
-        headers = [line.split(":", 1) for line in head.decode().split("\r\n") if ":" in line]
-        status = next((int(v.split()[0]) for k, v in headers if k.lower() == "status"), 200)
-        self.send_response(status)
-        for key, value in headers:
-            if key.lower() != "status":
-                self.send_header(key, value.strip())
-        self.send_header("Content-Length", str(len(payload)))
-        self.end_headers()
-        self.wfile.write(payload)
-
-    def _git_user(self) -> str | None:
+    def _git(self, method: str, match: re.Match[str], url: SplitResult, body: bytes) -> None:
         """GitLab's git over HTTPS with a token: Basic auth, username `oauth2`, the token as password."""
-        scheme, _, credential = (self.headers.get("Authorization") or "").partition(" ")
-        if scheme.lower() != "basic":
-            return None
-        user, _, token = base64.b64decode(credential).decode().partition(":")
-        name: str | None = self.gitlab.tokens.get(token) if user == "oauth2" else None
-        return name
+        project = unquote(match["project"])
+        basic = self._basic_auth()
+        user: str | None = self.forge.tokens.get(basic[1]) if basic and basic[0] == "oauth2" else None
+        if project not in self.forge.projects or user is None:
+            return self._git_refuse(url.path)
+        level = self.forge.access_level(project, self.forge.user_id(user))
+        # the pusher's level is read by the pre-receive hook (branch protection)
+        self._git_backend(method, url, body, user, FAKE_GITLAB_LEVEL=str(level))
 
 
 # -- REST routes --------------------
