@@ -193,7 +193,8 @@ class Worker:
         if job is None:
             log.info("nothing claimable (done, stopped, held elsewhere, or at the running cap)", job_id=job_id)
             return None
-        if job.attempts == 1 and job.created_at is not None:
+        # a first claim: a quota wait gives its claim back but leaves its error, and its wait was observed once
+        if job.attempts == 1 and job.error is None and job.created_at is not None:
             metrics.QUEUE_WAIT_SECONDS.observe(max(0.0, time.time() - job.created_at.timestamp()))
         cancel = CancelSignal()
         with self._lock:

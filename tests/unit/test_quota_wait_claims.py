@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from bot.github.gateway import RateLimited
+from bot import metrics
 from bot.jobs import Job, JobKind, JobOutcome, JobRequest, JobStatus
 from bot.ledger import open_ledger
 from bot.pipeline.admit import deferral
@@ -95,6 +96,7 @@ def test_a_run_waits_through_more_windows_than_its_claims_and_then_runs(
     comments = Comments()
     worker = Worker(capped, ledger, job_queue, quotas.guarded(runner, capped, used, comments))
     waiting = submit(ledger)
+    observed = queue_waits()
     for _ in range(MAX_CLAIMS + 3):  # more windows than the job has claims
         assert worker.run_job(waiting.id) == JobStatus.QUEUED and ran == []
         row = ledger.get(waiting.id)
@@ -106,6 +108,13 @@ def test_a_run_waits_through_more_windows_than_its_claims_and_then_runs(
     assert worker.run_job(waiting.id) == JobStatus.SUCCEEDED
     assert ran == [1]  # its first claim that ran is its first claim counted
     assert len(comments.posted) == 1  # one comment for the quota it waited on, however often
+    assert queue_waits() == observed + 1  # its queue wait is observed once, at its first claim
+
+
+def queue_waits() -> float:
+    return sum(
+        s.value for m in metrics.QUEUE_WAIT_SECONDS.collect() for s in m.samples if s.name.endswith("_count")
+    )
 
 
 def test_a_rate_limit_deferral_still_spends_its_claim(settings: Settings, ledger: Any, job_queue: JobQueue) -> None:
