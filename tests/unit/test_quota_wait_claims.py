@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from bot.github.gateway import RateLimited
 from bot import metrics
+from bot.github.gateway import RateLimited
 from bot.jobs import Job, JobKind, JobOutcome, JobRequest, JobStatus
 from bot.ledger import open_ledger
 from bot.pipeline.admit import deferral
@@ -112,9 +112,7 @@ def test_a_run_waits_through_more_windows_than_its_claims_and_then_runs(
 
 
 def queue_waits() -> float:
-    return sum(
-        s.value for m in metrics.QUEUE_WAIT_SECONDS.collect() for s in m.samples if s.name.endswith("_count")
-    )
+    return sum(s.value for m in metrics.QUEUE_WAIT_SECONDS.collect() for s in m.samples if s.name.endswith("_count"))
 
 
 def test_a_rate_limit_deferral_still_spends_its_claim(settings: Settings, ledger: Any, job_queue: JobQueue) -> None:
