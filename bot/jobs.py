@@ -176,6 +176,9 @@ class JobOutcome:
     run_id: str | None = None
     error: str | None = None
     retry_in: float | None = None  # with status QUEUED: run again no sooner than this many seconds from now
+    # With retry_in: False where nothing of the run started (a quota wait), so the claim is given back and a run
+    # that waits through many windows never uses up MINIFIX_MAX_CLAIMS; a rate-limit deferral keeps it spent.
+    claim_spent: bool = True
 
 
 @dataclass(frozen=True)

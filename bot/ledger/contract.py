@@ -176,8 +176,9 @@ class Ledger(Protocol):
         """Put a running job back in the queue without spending an attempt (worker shutting down)."""
         ...
 
-    def defer(self, job_id: str, worker_id: str, until: float, error: str) -> bool:
-        """Put a running job back in the queue, claimable from `until` (epoch s); its attempt stays spent."""
+    def defer(self, job_id: str, worker_id: str, until: float, error: str, *, spent: bool = True) -> bool:
+        """Put a running job back in the queue, claimable from `until` (epoch s); its attempt stays spent, unless
+        `spent` is False (a quota wait, where nothing ran): then its claim count is as before this claim."""
         ...
 
     def expired(self, now: float) -> builtins.list[Job]:

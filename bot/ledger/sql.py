@@ -34,11 +34,14 @@ REQUEUE = (
     "attempts = CASE WHEN attempts > 0 THEN attempts - 1 ELSE 0 END, updated_at = ? "
     "WHERE id = ? AND worker_id = ? AND status = 'running'"
 )
-# A queued row's lease_expires_at is when it may run again (NULL: now); the deferred claim stays spent.
-DEFER = (
-    "UPDATE jobs SET status = 'queued', worker_id = NULL, lease_expires_at = ?, error = ?, updated_at = ? "
+# A queued row's lease_expires_at is when it may run again (NULL: now); the deferred claim stays spent, except
+# where nothing of the run started (a quota wait): DEFER_UNSPENT gives it back in the same UPDATE.
+_DEFER = (
+    "UPDATE jobs SET status = 'queued', worker_id = NULL, lease_expires_at = ?, error = ?, {claims}updated_at = ? "
     "WHERE id = ? AND worker_id = ? AND status = 'running'"
 )
+DEFER = _DEFER.format(claims="")
+DEFER_UNSPENT = _DEFER.format(claims="attempts = CASE WHEN attempts > 0 THEN attempts - 1 ELSE 0 END, ")
 DUE = "(lease_expires_at IS NULL OR lease_expires_at <= ?)"
 UPSERT_INSTALLATION = (
     "INSERT INTO installations (id, account, suspended, repositories, updated_at) VALUES (?, ?, ?, ?, ?) "

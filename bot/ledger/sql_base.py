@@ -249,9 +249,11 @@ class SqlLedger(Generic[C]):
         """Back to queued without spending an attempt (the worker is shutting down)."""
         return self._update(sql.REQUEUE, time.time(), job_id, worker_id)
 
-    def defer(self, job_id: str, worker_id: str, until: float, error: str) -> bool:
-        """Back to queued, claimable again from `until` (epoch s); the attempt stays spent."""
-        return self._update(sql.DEFER, until, error, time.time(), job_id, worker_id)
+    def defer(self, job_id: str, worker_id: str, until: float, error: str, *, spent: bool = True) -> bool:
+        """Back to queued, claimable again from `until` (epoch s); the attempt stays spent unless `spent` is False
+        (a quota wait: nothing ran), when the claim is given back in the same UPDATE."""
+        statement = sql.DEFER if spent else sql.DEFER_UNSPENT
+        return self._update(statement, until, error, time.time(), job_id, worker_id)
 
     def expired(self, now: float) -> builtins.list[Job]:
         """Running jobs whose lease ended before `now`."""

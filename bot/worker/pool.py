@@ -193,7 +193,8 @@ class Worker:
         if job is None:
             log.info("nothing claimable (done, stopped, held elsewhere, or at the running cap)", job_id=job_id)
             return None
-        if job.attempts == 1 and job.created_at is not None:
+        # a first claim: a quota wait gives its claim back but leaves its error, and its wait was observed once
+        if job.attempts == 1 and job.error is None and job.created_at is not None:
             metrics.QUEUE_WAIT_SECONDS.observe(max(0.0, time.time() - job.created_at.timestamp()))
         cancel = CancelSignal()
         with self._lock:
@@ -267,7 +268,7 @@ class Worker:
         with self._lock:
             self._running.pop(job.id, None)
         if outcome.status == JobStatus.QUEUED and outcome.retry_in is not None:
-            deferred = self._defer(job, outcome.retry_in, outcome.error or "deferred")
+            deferred = self._defer(job, outcome.retry_in, outcome.error or "deferred", spent=outcome.claim_spent)
             self._wake_waiting()
             return deferred
         if self._stopping.is_set() and outcome.status not in KEEP_ON_STOP:
@@ -308,10 +309,17 @@ class Worker:
             log.info("next ask queued", job_id=promoted.id, kind=promoted.kind)
             self.queue.enqueue(promoted.id)
 
-    def _defer(self, job: Job, seconds: float, error: str) -> JobStatus:
-        """Back to the queue, claimable in `seconds` (the reconciler dispatches it then, on any worker)."""
-        if self.ledger.defer(job.id, self.worker_id, time.time() + seconds, error):
-            log.info("job put back in the queue for later", retry_in_s=seconds, attempt=job.attempts, error=error)
+    def _defer(self, job: Job, seconds: float, error: str, *, spent: bool = True) -> JobStatus:
+        """Back to the queue, claimable in `seconds` (the reconciler dispatches it then, on any worker); with
+        `spent` False (a quota wait) the claim is given back."""
+        if self.ledger.defer(job.id, self.worker_id, time.time() + seconds, error, spent=spent):
+            log.info(
+                "job put back in the queue for later",
+                retry_in_s=seconds,
+                attempt=job.attempts,
+                claim_spent=spent,
+                error=error,
+            )
         metrics.JOBS_FINISHED.labels(status=JobStatus.QUEUED.value).inc()
         return JobStatus.QUEUED
 

@@ -11,7 +11,9 @@ its budget's end, its stop message naming the quota (partial work kept as a `[WI
 and model-second quotas are checked at the start only.
 
 A waiting run goes back to the queue claimable at the reset (`JobOutcome.retry_in`: the ledger's `defer`, so the
-fair pick skips it until then, no polling); its issue gets one comment per quota it waits on.
+fair pick skips it until then, no polling); its issue gets one comment per quota it waits on. A wait spends no claim
+(`claim_spent=False`: nothing of the run started), so a run may wait through any number of windows without
+reaching MINIFIX_MAX_CLAIMS.
 """
 
 from __future__ import annotations
@@ -338,7 +340,7 @@ def _wait(job: Job, quota: Quota, github: Callable[[int, str], GitHubGateway], n
         _comment(github, job, body)
     log.info("job_waits_for_quota", quota=quota.name, limit=quota.limit, used=quota.used, until=str(quota.resets_at))
     seconds = max(0.0, (quota.resets_at - now).total_seconds()) + WAIT_MARGIN_SECONDS
-    return JobOutcome(JobStatus.QUEUED, error=error, retry_in=seconds)
+    return JobOutcome(JobStatus.QUEUED, error=error, retry_in=seconds, claim_spent=False)  # nothing ran
 
 
 def _comment(github: Callable[[int, str], GitHubGateway], job: Job, body: str) -> None:
