@@ -126,9 +126,10 @@ def issue_of_pull(d: Dialect, conn: Any, repo: str, pull: int, installation_id: 
 
 def on_issue(d: Dialect, conn: Any, req: JobRequest) -> JobRequest:
     """A request made on a PR moved to the issue whose job opened that PR (unchanged when unknown)."""
-    if not req.details.on_pull_request or (
-        issue := issue_of_pull(d, conn, req.repo, req.issue, req.installation_id)
-    ) is None:
+    if (
+        not req.details.on_pull_request
+        or (issue := issue_of_pull(d, conn, req.repo, req.issue, req.installation_id)) is None
+    ):
         return req
     return replace(req, issue=issue, details=replace(req.details, on_pull_request=False, pull_request=req.issue))
 

@@ -107,7 +107,9 @@ def test_a_readers_ask_leaves_the_ci_bound_alone(github: FakeGitHub, tmp_path: P
     ci = Job("c", JobKind.CI, 7, REPO, world.issue, BOT, "ci", JobStatus.SUCCEEDED)
     from bot.pipeline.task.followup import ci_done
 
-    assert ci_done([ci, *world.ledger.issue_jobs(REPO, world.issue, installation_id=7)], "x") == 1  # the denied review reset nothing
+    assert (
+        ci_done([ci, *world.ledger.issue_jobs(REPO, world.issue, installation_id=7)], "x") == 1
+    )  # the denied review reset nothing
 
 
 def test_a_follow_up_on_a_closed_pr_is_not_run(github: FakeGitHub, tmp_path: Path) -> None:
