@@ -24,6 +24,22 @@ def is_gitlab(installation_id: int) -> bool:
     return installation_id < 0
 
 
+# Tables keyed by repository alone (a remembered trigger label, a kept review) hold both forges' rows: a GitLab
+# project's path is stored there with this prefix (no GitHub or GitLab path contains a colon), so GitHub `acme/app`
+# and a GitLab project `acme/app`, maybe of different owners, never share a row. A GitHub key stays `owner/name`.
+GITLAB_KEY = "gitlab:"
+
+
+def forge_key(repo: str, installation_id: int) -> str:
+    """The key `repo` (or an owner's `owner/*`) of a job of `installation_id` goes by in a table keyed by repository."""
+    return GITLAB_KEY + repo if is_gitlab(installation_id) else repo
+
+
+def repo_of_key(key: str) -> str:
+    """The repository a `forge_key` names."""
+    return key.removeprefix(GITLAB_KEY)
+
+
 # Issues and merge requests count their iids separately (issue #1 and MR !1 both exist), while a job and the gateway
 # protocol name either by one number, as GitHub's shared issue/PR numbers do. A merge request's number is its iid
 # lifted above every issue iid, so the number alone says which one a comment or a reaction goes to.

@@ -18,6 +18,7 @@ from fastapi import Request
 from fastapi.responses import Response
 from structlog.typing import FilteringBoundLogger
 
+from bot.forge_ids import installation_of
 from bot.gitlab.webhooks import ROUTES, decide
 from bot.gitlab.webhooks_context import project_path
 from bot.ledger.contract import Ledger
@@ -62,7 +63,7 @@ def settings_for(event: str, payload: Payload, settings: Settings, ledger: Ledge
     ):
         return settings
     repo = project_path(payload)
-    label = ledger.trigger_label(repo) if repo else None
+    label = ledger.trigger_label(repo, installation_id=installation_of(repo)) if repo else None
     return settings if label is None or label == settings.label else settings.model_copy(update={"label": label})
 
 

@@ -24,8 +24,12 @@ class SubmitResult:
 
 
 class Ledger(Protocol):
-    """Durable job records. Writes are idempotent; at most one queued or running job per (repo, issue); asks that
-    come while it is active wait (`waiting`) and are folded into the issue's next run."""
+    """Durable job records. Writes are idempotent; at most one queued or running job per issue; asks that come
+    while it is active wait (`waiting`) and are folded into the issue's next run.
+
+    An issue is (forge, repo, number): the same path may exist on GitHub and on GitLab, of different owners. Every
+    read or write that names a repository or an issue takes an `installation_id` whose sign (bot/forge_ids.py)
+    says the forge; the installation itself is not matched (a reinstalled App's older jobs are still the issue's)."""
 
     def submit_nowait(self, req: JobRequest) -> Future[SubmitResult]:
         """Record a job; the future resolves once the row is committed."""
@@ -35,8 +39,10 @@ class Ledger(Protocol):
         """Record a job and wait for the commit."""
         ...
 
-    def cancel(self, repo: str, issue: int, reason: str, *, on_pull_request: bool = False) -> list[Job]:
-        """Cancel the issue's queued or running job; returns the jobs stopped."""
+    def cancel(
+        self, repo: str, issue: int, reason: str, *, installation_id: int, on_pull_request: bool = False
+    ) -> list[Job]:
+        """Cancel the issue's queued or running job (on the forge of `installation_id`); returns the jobs stopped."""
         ...
 
     def take_over(self, job_id: str) -> SubmitResult | None:
@@ -44,7 +50,7 @@ class Ledger(Protocol):
         back to waiting (folded into the retry's run); None when the retry no longer waits."""
         ...
 
-    def waiting_asks(self, repo: str, issue: int) -> builtins.list[Job]:
+    def waiting_asks(self, repo: str, issue: int, *, installation_id: int) -> builtins.list[Job]:
         """The issue's asks (fix, retry, ci, review) waiting for its next run, oldest first."""
         ...
 
@@ -56,7 +62,7 @@ class Ledger(Protocol):
         """End a waiting ask (folded into a run, denied, cancelled); False when it no longer waits."""
         ...
 
-    def promote(self, repo: str, issue: int) -> Job | None:
+    def promote(self, repo: str, issue: int, *, installation_id: int) -> Job | None:
         """The issue's oldest waiting ask queued as its next run, when the issue has no active run; else None."""
         ...
 
@@ -90,11 +96,11 @@ class Ledger(Protocol):
         """False when the installation was deleted or is suspended (new triggers for it are ignored)."""
         ...
 
-    def trigger_label(self, repo: str) -> str | None:
+    def trigger_label(self, repo: str, *, installation_id: int) -> str | None:
         """The trigger label a worker last read from the repository's (or its owner's) config; None = default."""
         ...
 
-    def remember_label(self, key: str, label: str | None) -> None:
+    def remember_label(self, key: str, label: str | None, *, installation_id: int) -> None:
         """Cache the trigger label of `owner/name`, or of an owner as `owner/*` (None forgets it)."""
         ...
 
@@ -114,7 +120,7 @@ class Ledger(Protocol):
         """The newest jobs first."""
         ...
 
-    def issue_jobs(self, repo: str, issue: int) -> builtins.list[Job]:
+    def issue_jobs(self, repo: str, issue: int, *, installation_id: int) -> builtins.list[Job]:
         """Every job of one issue (control jobs left out), oldest first."""
         ...
 
@@ -144,7 +150,8 @@ class Ledger(Protocol):
     def followups_started(
         self, installation_id: int, job_id: str, since: float, issue: tuple[str, int] | None = None
     ) -> int:
-        """CI and review follow-ups started from `since` (epoch s), other than `job_id` (with `issue`: its own)."""
+        """CI and review follow-ups started from `since` (epoch s), other than `job_id`: the installation's, or with
+        `issue` that issue's on the installation's forge."""
         ...
 
     def job_usage(self, job_id: str) -> builtins.list[Usage]:

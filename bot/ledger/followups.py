@@ -8,23 +8,26 @@ from __future__ import annotations
 
 from typing import Any
 
-from bot.ledger.sql import Dialect
+from bot.ledger.sql import ISSUE, Dialect, issue_params
 
 STARTED = (
-    "SELECT COUNT(*) FROM jobs WHERE kind IN ('ci', 'review') AND installation_id = ? AND id <> ? "
+    "SELECT COUNT(*) FROM jobs WHERE kind IN ('ci', 'review') AND id <> ? "
     "AND started_at IS NOT NULL AND started_at >= ? "
     "AND NOT (status IN ('queued', 'cancelled') AND error IS NOT NULL AND SUBSTR(error, 1, 5) = 'quota')"
 )
-ON_ISSUE = " AND repo = ? AND issue = ?"
+OF_INSTALLATION = " AND installation_id = ?"
+# One issue's follow-ups, whatever installation asked (a reinstalled App's older ones count), of the job's forge only.
+ON_ISSUE = f" AND {ISSUE}"
 
 
 def started(
     d: Dialect, conn: Any, installation_id: int, job_id: str, since: float, issue: tuple[str, int] | None = None
 ) -> int:
     """Follow-ups of the installation started from `since` (epoch s) on, other than `job_id`; with `issue`
-    (repo, number), only that issue's."""
-    text, params = STARTED, [installation_id, job_id, since]
-    if issue is not None:
-        text += ON_ISSUE
-        params += list(issue)
-    return int(conn.execute(d.sql(text), tuple(params)).fetchone()[0])
+    (repo, number), that issue's on the installation's forge instead."""
+    params: tuple[Any, ...]
+    if issue is None:
+        text, params = STARTED + OF_INSTALLATION, (job_id, since, installation_id)
+    else:
+        text, params = STARTED + ON_ISSUE, (job_id, since, *issue_params(*issue, installation_id))
+    return int(conn.execute(d.sql(text), params).fetchone()[0])

@@ -15,9 +15,9 @@ import re
 import time
 from typing import Any
 
-from bot.forge_ids import mr_number
+from bot.forge_ids import forge_key, mr_number, repo_of_key
 from bot.jobs import REVIEW_STATES, Job, JobKind, PrEvent
-from bot.ledger.sql import pr_url_pattern
+from bot.ledger.sql import FORGE, forge_of, pr_url_pattern
 
 REVIEW_COLUMNS = {state: state for state in REVIEW_STATES}  # each verdict's counter column
 SCHEMA = (
@@ -39,19 +39,21 @@ _PULL_URL = re.compile(r"/(pull|merge_requests)/(\d+)/?$")
 COLUMNS = "repo, pull, state, merged, human_pushes, approved, changes_requested, commented"
 
 
-# Only a PR the App opened for a job: the ledger holds a job of that repository whose PR (or MR) url ends in its number.
-_OURS = "SELECT 1 FROM jobs WHERE repo = ? AND pr_url LIKE ? LIMIT 1"
+# Only a PR the App opened for a job: the ledger holds a job of that repository, on that forge, whose PR (or MR) url
+# ends in its number. A PR's row needs no forge in its key: a merge request's number is above every GitHub PR's.
+_OURS = f"SELECT 1 FROM jobs WHERE repo = ? AND {FORGE} AND pr_url LIKE ? LIMIT 1"
 
 
-def is_ours(conn: Any, param: str, repo: str, pull: int) -> bool:
-    """Whether the ledger recorded PR `pull` of `repo` for one of its jobs."""
-    return conn.execute(_OURS.replace("?", param), (repo, pr_url_pattern(pull))).fetchone() is not None
+def is_ours(conn: Any, param: str, repo: str, pull: int, installation_id: int) -> bool:
+    """Whether the ledger recorded PR `pull` of `repo`, on the forge of `installation_id`, for one of its jobs."""
+    params = (repo, forge_of(installation_id), pr_url_pattern(pull))
+    return conn.execute(_OURS.replace("?", param), params).fetchone() is not None
 
 
 def record(conn: Any, param: str, event: PrEvent) -> bool:
     """Upsert the PR's row for one event (`param` is the driver's placeholder), or keep a review to be checked;
     False (nothing written) when the PR is not one the ledger recorded for a job, or a review has no id."""
-    if not is_ours(conn, param, event.repo, event.pull):
+    if not is_ours(conn, param, event.repo, event.pull, event.installation_id):
         return False
     now = time.time()
     if event.kind == "review":
@@ -81,7 +83,9 @@ def _keep_review(conn: Any, param: str, event: PrEvent, now: float) -> bool:
         "INSERT INTO pr_reviews (repo, review_id, pull, installation_id, reviewer, state, created_at) "
         "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (repo, review_id) DO NOTHING"  # a redelivery: already kept
     )
-    params = (event.repo, event.review_id, event.pull, event.installation_id, event.by, event.review, now)
+    # A review id is unique on its forge only: the row's repository is its `forge_key`.
+    key = forge_key(event.repo, event.installation_id)
+    params = (key, event.review_id, event.pull, event.installation_id, event.by, event.review, now)
     conn.execute(text.replace("?", param), params)
     return True
 
@@ -93,14 +97,17 @@ def unchecked_reviews(conn: Any, param: str, limit: int) -> list[PrEvent]:
         "ORDER BY created_at, review_id LIMIT ?"
     )
     rows = conn.execute(text.replace("?", param), (limit,)).fetchall()
-    return [PrEvent(int(r[0]), r[1], int(r[2]), "review", r[3], review=r[4], review_id=int(r[5])) for r in rows]
+    return [
+        PrEvent(int(r[0]), repo_of_key(r[1]), int(r[2]), "review", r[3], review=r[4], review_id=int(r[5])) for r in rows
+    ]
 
 
 def settle_review(conn: Any, param: str, review: PrEvent, permission: str, counts: bool) -> bool:
     """Record what GitHub said of the reviewer (`permission`, "" when asking failed) and, when `counts`, add the
     verdict to the PR's counters; False when the review was settled already (by another worker) or is unknown."""
     text = "UPDATE pr_reviews SET permission = ?, counted = ? WHERE repo = ? AND review_id = ? AND counted IS NULL"
-    settled = conn.execute(text.replace("?", param), (permission, int(counts), review.repo, review.review_id))
+    key = forge_key(review.repo, review.installation_id)
+    settled = conn.execute(text.replace("?", param), (permission, int(counts), key, review.review_id))
     if settled.rowcount != 1:
         return False
     if counts:

@@ -9,7 +9,7 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
 
-from bot.forge_ids import iid_of, is_mr
+from bot.forge_ids import forge_key, iid_of, is_gitlab, is_mr
 from bot.jobs import InstallationChange, Job, JobDetails, JobKind, JobRequest, JobStatus
 
 COLUMNS = (
@@ -23,6 +23,16 @@ STARTED_INDEX = "CREATE INDEX IF NOT EXISTS jobs_started ON jobs (started_at)"  
 ACTIVE = "status IN ('queued', 'running')"
 LIVE = "status IN ('queued', 'running', 'waiting')"  # what a cancel ends: the active run and the asks waiting for it
 RUNS = "kind IN ('fix', 'retry', 'ci', 'review')"  # control jobs (help, stop) never count as an issue's active job
+# One forge's jobs: the sign of the installation id (bot/forge_ids.py). The same path may exist on GitHub and on
+# GitLab, of different owners, so whatever names a repository or an issue names its forge too; the installation
+# itself is not matched: a reinstalled GitHub App gets a new id, and the issue's older jobs are still its own.
+FORGE = "(installation_id < 0) = ?"
+ISSUE = f"repo = ? AND issue = ? AND {FORGE}"  # one issue of one forge; its parameters: `issue_params`
+# At most one active run per issue of each forge (replaces jobs_one_active_job, which keyed (repo, issue) alone).
+ONE_ACTIVE_INDEX = (
+    "CREATE UNIQUE INDEX IF NOT EXISTS jobs_one_active_issue ON jobs (repo, issue, (installation_id < 0)) "
+    f"WHERE status IN ('queued', 'running') AND {RUNS}"
+)
 RENEW = "UPDATE jobs SET lease_expires_at = ? WHERE id = ? AND worker_id = ? AND status = 'running'"
 FINISH = (
     "UPDATE jobs SET status = CASE status WHEN 'running' THEN ? ELSE status END, "
@@ -93,23 +103,36 @@ def pr_url_pattern(pull: int) -> str:
     return f"%/merge_requests/{iid_of(pull)}" if is_mr(pull) else f"%/pull/{pull}"
 
 
+def forge_of(installation_id: int) -> bool:
+    """FORGE's parameter for a job of `installation_id`."""
+    return is_gitlab(installation_id)
+
+
+def issue_params(repo: str, issue: int, installation_id: int) -> tuple[str, int, bool]:
+    """ISSUE's parameters: issue `repo`#`issue` on the forge of `installation_id`."""
+    return repo, issue, forge_of(installation_id)
+
+
 def select_jobs(d: Dialect, conn: Any, where: str, params: tuple[Any, ...] = ()) -> list[Job]:
     """The jobs matching `where`."""
     return [row_to_job(r) for r in conn.execute(d.sql(f"SELECT {COLUMNS} FROM jobs WHERE {where}"), params)]
 
 
-def issue_of_pull(d: Dialect, conn: Any, repo: str, pull: int) -> int | None:
-    """The issue whose job opened PR #pull, if the ledger knows it."""
+def issue_of_pull(d: Dialect, conn: Any, repo: str, pull: int, installation_id: int) -> int | None:
+    """The issue whose job opened PR #pull (of `repo` on the forge of `installation_id`), if the ledger knows it."""
     row = conn.execute(
-        d.sql("SELECT issue FROM jobs WHERE repo = ? AND pr_url LIKE ? ORDER BY created_at DESC LIMIT 1"),
-        (repo, pr_url_pattern(pull)),
+        d.sql(f"SELECT issue FROM jobs WHERE repo = ? AND {FORGE} AND pr_url LIKE ? ORDER BY created_at DESC LIMIT 1"),
+        (repo, forge_of(installation_id), pr_url_pattern(pull)),
     ).fetchone()
     return None if row is None else int(row[0])
 
 
 def on_issue(d: Dialect, conn: Any, req: JobRequest) -> JobRequest:
     """A request made on a PR moved to the issue whose job opened that PR (unchanged when unknown)."""
-    if not req.details.on_pull_request or (issue := issue_of_pull(d, conn, req.repo, req.issue)) is None:
+    if (
+        not req.details.on_pull_request
+        or (issue := issue_of_pull(d, conn, req.repo, req.issue, req.installation_id)) is None
+    ):
         return req
     return replace(req, issue=issue, details=replace(req.details, on_pull_request=False, pull_request=req.issue))
 
@@ -122,22 +145,21 @@ def take_over(d: Dialect, conn: Any, job_id: str) -> Stopped | None:
         return None
     retry = found[0]
     reason = f"superseded by /agent retry from @{retry.requester}"
-    where = f"status = 'running' AND {RUNS} AND repo = ? AND issue = ?"
-    _, running = d.stop_active(conn, where, (retry.repo, retry.issue), reason, JobStatus.CANCELLED)
-    queued = select_jobs(d, conn, f"status = 'queued' AND {RUNS} AND repo = ? AND issue = ?", (retry.repo, retry.issue))
+    key = issue_params(retry.repo, retry.issue, retry.installation_id)
+    _, running = d.stop_active(conn, f"status = 'running' AND {RUNS} AND {ISSUE}", key, reason, JobStatus.CANCELLED)
+    queued = select_jobs(d, conn, f"status = 'queued' AND {RUNS} AND {ISSUE}", key)
     conn.execute(
-        d.sql(f"UPDATE jobs SET status = 'waiting', updated_at = ? WHERE status = 'queued' AND {RUNS} "
-              "AND repo = ? AND issue = ?"),
-        (time.time(), retry.repo, retry.issue),
-    )  # fmt: skip
+        d.sql(f"UPDATE jobs SET status = 'waiting', updated_at = ? WHERE status = 'queued' AND {RUNS} AND {ISSUE}"),
+        (time.time(), *key),
+    )
     conn.execute(d.sql("UPDATE jobs SET status = 'queued', updated_at = ? WHERE id = ?"), (time.time(), job_id))
     return queued, running
 
 
-def waiting_asks(d: Dialect, conn: Any, repo: str, issue: int) -> list[Job]:
+def waiting_asks(d: Dialect, conn: Any, repo: str, issue: int, installation_id: int) -> list[Job]:
     """The issue's asks waiting for its next run, oldest first."""
-    where = f"status = 'waiting' AND repo = ? AND issue = ? ORDER BY created_at, {d.tiebreak}"
-    return select_jobs(d, conn, where, (repo, issue))
+    where = f"status = 'waiting' AND {ISSUE} ORDER BY created_at, {d.tiebreak}"
+    return select_jobs(d, conn, where, issue_params(repo, issue, installation_id))
 
 
 def settle_ask(d: Dialect, conn: Any, job_id: str, status: JobStatus, error: str) -> bool:
@@ -149,11 +171,11 @@ def settle_ask(d: Dialect, conn: Any, job_id: str, status: JobStatus, error: str
     return bool(changed == 1)
 
 
-def promote(d: Dialect, conn: Any, repo: str, issue: int) -> Job | None:
+def promote(d: Dialect, conn: Any, repo: str, issue: int, installation_id: int) -> Job | None:
     """The issue's oldest waiting ask made its queued run, when the issue has no active run; else None."""
-    if select_jobs(d, conn, f"{ACTIVE} AND {RUNS} AND repo = ? AND issue = ?", (repo, issue)):
+    if select_jobs(d, conn, f"{ACTIVE} AND {RUNS} AND {ISSUE}", issue_params(repo, issue, installation_id)):
         return None
-    oldest = waiting_asks(d, conn, repo, issue)[:1]
+    oldest = waiting_asks(d, conn, repo, issue, installation_id)[:1]
     if not oldest:
         return None
     conn.execute(
@@ -168,22 +190,24 @@ def promote_idle(d: Dialect, conn: Any) -> list[Job]:
     promote, or a cancelled run's worker never came back)."""
     rows = conn.execute(
         d.sql(
-            "SELECT DISTINCT w.repo, w.issue FROM jobs w WHERE w.status = 'waiting' AND NOT EXISTS "
-            "(SELECT 1 FROM jobs a WHERE a.repo = w.repo AND a.issue = w.issue "
+            "SELECT DISTINCT w.repo, w.issue, CASE WHEN w.installation_id < 0 THEN -1 ELSE 1 END FROM jobs w "
+            "WHERE w.status = 'waiting' AND NOT EXISTS (SELECT 1 FROM jobs a WHERE a.repo = w.repo "
+            "AND a.issue = w.issue AND (a.installation_id < 0) = (w.installation_id < 0) "
             "AND a.status IN ('queued', 'running') AND a.kind IN ('fix', 'retry', 'ci', 'review'))"
         ),
         (),
-    ).fetchall()
-    return [job for repo, issue in rows if (job := promote(d, conn, repo, issue)) is not None]
+    ).fetchall()  # the third column stands for the forge: promote matches the sign of an installation id only
+    return [job for repo, issue, forge in rows if (job := promote(d, conn, repo, issue, int(forge))) is not None]
 
 
-def cancel(d: Dialect, conn: Any, repo: str, issue: int, reason: str, on_pull_request: bool) -> list[Job]:
-    """Cancel the issue's (or the PR's issue's) active run; returns the jobs stopped."""
+def cancel(
+    d: Dialect, conn: Any, repo: str, issue: int, installation_id: int, reason: str, on_pull_request: bool
+) -> list[Job]:
+    """Cancel the issue's (or the PR's issue's) active run on the forge of `installation_id`; the jobs stopped."""
     if on_pull_request:
-        issue = issue_of_pull(d, conn, repo, issue) or issue
-    queued, running = d.stop_active(
-        conn, f"{RUNS} AND repo = ? AND issue = ?", (repo, issue), reason, JobStatus.CANCELLED
-    )
+        issue = issue_of_pull(d, conn, repo, issue, installation_id) or issue
+    key = issue_params(repo, issue, installation_id)
+    queued, running = d.stop_active(conn, f"{RUNS} AND {ISSUE}", key, reason, JobStatus.CANCELLED)
     return queued + running  # the waiting asks too: a stop or a close ends everything asked of the issue
 
 
@@ -211,11 +235,13 @@ ORG_WIDE = "{owner}/*"
 """The repo_labels key of an owner's label (from its `.github` repository)."""
 
 
-def trigger_label(d: Dialect, conn: Any, repo: str) -> str | None:
-    """The label a repository's config named when a worker last read it, else its owner's, else None."""
-    org_key = ORG_WIDE.format(owner=repo.split("/", 1)[0])
+def trigger_label(d: Dialect, conn: Any, repo: str, installation_id: int) -> str | None:
+    """The label a repository's config named when a worker last read it, else its owner's, else None; the rows of
+    the forge of `installation_id` only (`forge_key`)."""
+    key = forge_key(repo, installation_id)
+    org_key = forge_key(ORG_WIDE.format(owner=repo.split("/", 1)[0]), installation_id)
     row = conn.execute(
         d.sql("SELECT label FROM repo_labels WHERE repo IN (?, ?) ORDER BY repo = ? DESC LIMIT 1"),
-        (repo, org_key, repo),
+        (key, org_key, key),
     ).fetchone()
     return None if row is None else str(row[0])

@@ -94,10 +94,12 @@ class SqlLedger(Generic[C]):
         """Record a job and wait for the commit."""
         return self.submit_nowait(req).result()
 
-    def cancel(self, repo: str, issue: int, reason: str, *, on_pull_request: bool = False) -> builtins.list[Job]:
-        """Cancel the issue's queued or running job; returns the jobs stopped."""
+    def cancel(
+        self, repo: str, issue: int, reason: str, *, installation_id: int, on_pull_request: bool = False
+    ) -> builtins.list[Job]:
+        """Cancel the issue's queued or running job (on the forge of `installation_id`); returns the jobs stopped."""
         return self._writer.submit(
-            lambda conn: sql.cancel(self.dialect, conn, repo, issue, reason, on_pull_request)
+            lambda conn: sql.cancel(self.dialect, conn, repo, issue, installation_id, reason, on_pull_request)
         ).result()
 
     def take_over(self, job_id: str) -> SubmitResult | None:
@@ -113,9 +115,9 @@ class SqlLedger(Generic[C]):
 
         return self._writer.submit(op).result()
 
-    def waiting_asks(self, repo: str, issue: int) -> builtins.list[Job]:
-        """The issue's asks waiting for its next run, oldest first."""
-        return self._on_conn(lambda conn: sql.waiting_asks(self.dialect, conn, repo, issue))
+    def waiting_asks(self, repo: str, issue: int, *, installation_id: int) -> builtins.list[Job]:
+        """The issue's asks waiting for its next run (on the forge of `installation_id`), oldest first."""
+        return self._on_conn(lambda conn: sql.waiting_asks(self.dialect, conn, repo, issue, installation_id))
 
     def waiting_retries(self) -> builtins.list[Job]:
         """Every waiting `/agent retry` (its requester's permission decides whether it takes its issue over)."""
@@ -126,9 +128,9 @@ class SqlLedger(Generic[C]):
         """End a waiting ask (folded into a run, denied, cancelled); False when it no longer waits."""
         return bool(self._writer.submit(lambda c: sql.settle_ask(self.dialect, c, job_id, status, error)).result())
 
-    def promote(self, repo: str, issue: int) -> Job | None:
+    def promote(self, repo: str, issue: int, *, installation_id: int) -> Job | None:
         """The issue's oldest waiting ask queued as its next run, when the issue has no active run."""
-        return self._writer.submit(lambda conn: sql.promote(self.dialect, conn, repo, issue)).result()
+        return self._writer.submit(lambda c: sql.promote(self.dialect, c, repo, issue, installation_id)).result()
 
     def promote_idle(self) -> builtins.list[Job]:
         """`promote` on every issue that has waiting asks and no active run."""
@@ -168,9 +170,10 @@ class SqlLedger(Generic[C]):
         """False when the installation was deleted or is suspended."""
         return self._on_conn(lambda conn: self.installs.active(conn, installation_id))
 
-    def trigger_label(self, repo: str) -> str | None:
-        """The trigger label a worker last read from the repository's (or its owner's) config; None = default."""
-        return self._on_conn(lambda conn: sql.trigger_label(self.dialect, conn, repo))
+    def trigger_label(self, repo: str, *, installation_id: int) -> str | None:
+        """The trigger label a worker last read from the repository's (or its owner's) config, on the forge of
+        `installation_id`; None = default."""
+        return self._on_conn(lambda conn: sql.trigger_label(self.dialect, conn, repo, installation_id))
 
     def count_jobs(self, installation_id: int, status: JobStatus, *, other_than: tuple[str, int] | None = None) -> int:
         """Fix and retry jobs of an installation in `status` (queue-full ones and one issue's left out)."""
@@ -193,7 +196,8 @@ class SqlLedger(Generic[C]):
     def followups_started(
         self, installation_id: int, job_id: str, since: float, issue: tuple[str, int] | None = None
     ) -> int:
-        """CI and review follow-ups started from `since` (epoch s), other than `job_id` (with `issue`: its own)."""
+        """CI and review follow-ups started from `since` (epoch s), other than `job_id`: the installation's, or with
+        `issue` that issue's on the installation's forge."""
         return self._on_conn(lambda c: followups.started(self.dialect, c, installation_id, job_id, since, issue))
 
     def job_usage(self, job_id: str) -> builtins.list[usage.Usage]:
@@ -218,10 +222,11 @@ class SqlLedger(Generic[C]):
         where = f"1 = 1 ORDER BY created_at DESC, {self.dialect.tiebreak} DESC LIMIT ?"
         return self._on_conn(lambda conn: sql.select_jobs(self.dialect, conn, where, (limit,)))
 
-    def issue_jobs(self, repo: str, issue: int) -> builtins.list[Job]:
-        """Every job of one issue (control jobs left out), oldest first."""
-        where = f"repo = ? AND issue = ? AND {sql.RUNS} ORDER BY created_at, {self.dialect.tiebreak}"
-        return self._on_conn(lambda conn: sql.select_jobs(self.dialect, conn, where, (repo, issue)))
+    def issue_jobs(self, repo: str, issue: int, *, installation_id: int) -> builtins.list[Job]:
+        """Every job of one issue on the forge of `installation_id` (control jobs left out), oldest first."""
+        where = f"{sql.ISSUE} AND {sql.RUNS} ORDER BY created_at, {self.dialect.tiebreak}"
+        key = sql.issue_params(repo, issue, installation_id)
+        return self._on_conn(lambda conn: sql.select_jobs(self.dialect, conn, where, key))
 
     def renew(self, job_id: str, worker_id: str, lease_seconds: float) -> bool:
         """Extend the lease; False when the job is no longer running under this worker."""

@@ -10,7 +10,7 @@ from dataclasses import replace
 from bot.jobs import JobStatus
 from bot.policy import over_queue_cap
 from bot.settings import Settings
-from bot.webhooks.decision import Decision, Payload, dig_str, ignore
+from bot.webhooks.decision import Decision, Payload, dig_int, dig_str, ignore
 from bot.webhooks.lookups import LedgerReads
 
 LABEL_ACTIONS = ("labeled", "unlabeled")
@@ -21,7 +21,8 @@ def settings_for(event: str, payload: Payload, settings: Settings, ledger: Ledge
     if event != "issues" or dig_str(payload, "action") not in LABEL_ACTIONS:
         return settings
     repo = dig_str(payload, "repository", "full_name")
-    label = ledger.trigger_label(repo) if repo else None
+    installation_id = dig_int(payload, "installation", "id") or 0  # GitHub's: positive (none: no job follows)
+    label = ledger.trigger_label(repo, installation_id=installation_id) if repo else None
     return settings if label is None or label == settings.label else settings.model_copy(update={"label": label})
 
 

@@ -12,6 +12,7 @@ import time
 from collections.abc import Callable
 from typing import Protocol, TypeVar
 
+from bot.forge_ids import is_gitlab
 from bot.jobs import JobStatus
 
 K = TypeVar("K")
@@ -21,7 +22,7 @@ V = TypeVar("V")
 class LedgerReads(Protocol):
     """The reads `guards` needs from the ledger."""
 
-    def trigger_label(self, repo: str) -> str | None: ...
+    def trigger_label(self, repo: str, *, installation_id: int) -> str | None: ...
 
     def installation_active(self, installation_id: int) -> bool: ...
 
@@ -45,13 +46,16 @@ class CachedReads:
 
     def __init__(self, ledger: LedgerReads, ttl: float = 5.0, clock: Callable[[], float] = time.monotonic) -> None:
         self._ledger, self._ttl, self._clock = ledger, ttl, clock
-        self._labels: _TTLCache[str, str | None] = _TTLCache()
+        self._labels: _TTLCache[tuple[str, bool], str | None] = _TTLCache()  # by (repo, on GitLab)
         self._installations: _TTLCache[int, bool] = _TTLCache()
         self._lock = threading.Lock()
 
-    def trigger_label(self, repo: str) -> str | None:
-        with self._lock:
-            return self._labels.get_or_load(repo, self._ledger.trigger_label, self._ttl, self._clock())
+    def trigger_label(self, repo: str, *, installation_id: int) -> str | None:
+        def load(key: tuple[str, bool]) -> str | None:
+            return self._ledger.trigger_label(repo, installation_id=installation_id)
+
+        with self._lock:  # the same path on the other forge is another repository
+            return self._labels.get_or_load((repo, is_gitlab(installation_id)), load, self._ttl, self._clock())
 
     def installation_active(self, installation_id: int) -> bool:
         with self._lock:

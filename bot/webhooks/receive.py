@@ -175,7 +175,12 @@ class DeliveryRecorder:
             return {"job_id": result.job.id, "created": result.created, "waiting": waiting}
         if (c := decision.cancel) is not None:
             jobs = await asyncio.to_thread(
-                self._ledger.cancel, c.repo, c.issue, c.reason, on_pull_request=c.on_pull_request
+                self._ledger.cancel,
+                c.repo,
+                c.issue,
+                c.reason,
+                installation_id=c.installation_id,  # the same path on the other forge is another repository
+                on_pull_request=c.on_pull_request,
             )
             if decision.pr_event is not None:  # a closed merge request: its runs cancelled, its outcome recorded
                 await asyncio.to_thread(self._ledger.record_pr_event, decision.pr_event)

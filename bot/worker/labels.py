@@ -14,6 +14,7 @@ from bot.pipeline.admit.gate import reader, remember
 from bot.pipeline.runconfig import effective_label
 from bot.repo_config.load import ConfigError, layout_for, load_repo_config
 from bot.settings import Settings
+from bot.worker.ledger_hooks import job_hooks
 
 LABEL_COLOR = "5319e7"
 LABEL_DESCRIPTION = "Ask mini-fix to propose a fix for this issue as a draft pull request"
@@ -69,7 +70,7 @@ class LabelKeeper:
         except ConfigError as exc:
             log.info("label_skipped_invalid_config", source=exc.source)
             return False
-        remember(loaded, repo, self.ledger.remember_label, layout_for(installation_id))
+        remember(loaded, repo, job_hooks(self.ledger, installation_id).remember_label, layout_for(installation_id))
         label = effective_label(self.settings, loaded.config)
         if not loaded.config.enabled or label.casefold() in {n.casefold() for n in gh.list_labels()}:
             return False

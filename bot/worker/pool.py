@@ -279,7 +279,7 @@ class Worker:
         finally:
             if not job.kind.is_control:
                 self._wake_waiting()
-                self._next_ask(job.repo, job.issue)
+                self._next_ask(job)
 
     def _finish(self, job: Job, outcome: JobOutcome) -> JobStatus:
         self.ledger.finish(
@@ -298,10 +298,10 @@ class Worker:
         log.info("job finished", status=status, pr_url=outcome.pr_url, error=outcome.error)
         return status
 
-    def _next_ask(self, repo: str, issue: int) -> None:
+    def _next_ask(self, job: Job) -> None:
         """The issue's run ended: the oldest ask that waited for it becomes its next run (folding the others)."""
         try:
-            promoted = self.ledger.promote(repo, issue)
+            promoted = self.ledger.promote(job.repo, job.issue, installation_id=job.installation_id)
         except Exception:  # another replica promoted at the same moment (the one-active-run index); the reconciler
             log.warning("could not promote the next ask", exc_info=True)
             return

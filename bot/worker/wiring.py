@@ -20,8 +20,6 @@ from bot.gitlab.routing import by_forge, gitlab_factory
 from bot.jobs import Job, JobOutcome, JobStatus
 from bot.ledger import open_ledger
 from bot.ledger.contract import Ledger
-from bot.pipeline.admit.control import StopRuns
-from bot.pipeline.admit.gate import RememberLabel
 from bot.pipeline.attempts.setup_cache import SetupOptions
 from bot.pipeline.capacity import SandboxSlots
 from bot.pipeline.deps import PipelineDeps
@@ -29,14 +27,13 @@ from bot.pipeline.publish.outbound import redacting
 from bot.pipeline.run import run_pipeline
 from bot.pipeline.runconfig import sandbox_limit
 from bot.pipeline.runtime import Runtime
-from bot.pipeline.task.asks import AskLedger
-from bot.pipeline.task.followup import IssueJobs
 from bot.render import forge_words
 from bot.settings import Settings
 from bot.trajectory_store import shared_saver
 from bot.worker import quotas, usage
 from bot.worker.images import SandboxImages
 from bot.worker.labels import LabelKeeper
+from bot.worker.ledger_hooks import job_hooks
 from bot.worker.notices import gave_up_notifier
 from bot.worker.pool import Worker, build_worker
 from bot.worker.retries import RetryAdmission
@@ -62,10 +59,7 @@ def wire_worker(settings: Settings) -> Worker:
     runner = build_runner(
         settings,
         github,
-        stop_runs=ledger.cancel,
-        remember_label=ledger.remember_label,
-        issue_jobs=ledger.issue_jobs,
-        asks=AskLedger(ledger.waiting_asks, ledger.settle_ask),
+        ledger=ledger,
         run_started=lambda job: _mark_ran(ledger, job),
     )
     runner = quotas.guarded(
@@ -103,13 +97,11 @@ def build_runner(
     settings: Settings,
     github: Callable[[int, str], GitHubGateway],
     *,
-    stop_runs: StopRuns | None = None,
-    remember_label: RememberLabel | None = None,
-    issue_jobs: IssueJobs | None = None,
-    asks: AskLedger | None = None,
+    ledger: Ledger | None = None,
     run_started: Callable[[Job], None] | None = None,
 ) -> Callable[[Job, threading.Event], JobOutcome]:
-    """The real pipeline: the given App and the shared runtime (Docker sandboxes, litellm, imported only there)."""
+    """The real pipeline: the given App and the shared runtime (Docker sandboxes, litellm, imported only there);
+    `ledger` gives each job its hooks (`/agent stop`, labels, asks), bound to the job's forge."""
     runtime = Runtime(settings)
     agent_config = runtime.agent_file()
     save_trajectory = shared_saver(settings)  # one database connection per worker process
@@ -125,18 +117,19 @@ def build_runner(
         model: Callable[[ModelConfig], Model] = runtime.model
         if (meter := usage.active()) is not None:  # the worker's meter of this claim (bot/worker/usage.py)
             sandboxes, model = meter.sandboxes(sandboxes), meter.models(model)
+        hooks = job_hooks(ledger, job.installation_id)
         deps = PipelineDeps(
             quotas.within_quota(settings),  # a token quota's headroom is this run's token budget
             github,
             sandboxes,
             model,
             agent_config,
-            stop_runs=stop_runs,
-            remember_label=remember_label,
+            stop_runs=hooks.stop_runs,
+            remember_label=hooks.remember_label,
             save_trajectory=save_trajectory,
             sandbox_slots=slots,
-            issue_jobs=issue_jobs,
-            asks=asks,
+            issue_jobs=hooks.issue_jobs,
+            asks=hooks.asks,
             setup=setup,
             run_started=run_started,
         )

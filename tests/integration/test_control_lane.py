@@ -31,7 +31,7 @@ def scripted_runner(ledger: Ledger) -> tuple[threading.Event, object]:
 
     def run(job: Job, cancel: threading.Event) -> JobOutcome:
         if job.kind == JobKind.STOP:
-            ledger.cancel(job.repo, job.issue, f"/agent stop by @{job.requester}")
+            ledger.cancel(job.repo, job.issue, f"/agent stop by @{job.requester}", installation_id=job.installation_id)
             return JobOutcome(JobStatus.SUCCEEDED)
         started.set()
         cancel.wait(120)

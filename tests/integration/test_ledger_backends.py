@@ -60,15 +60,18 @@ def test_a_new_trigger_waits_and_cancels_nothing(ledger: Any) -> None:
     third = ledger.submit(request(delivery="c"))
     assert second.job.status == third.job.status == JobStatus.WAITING
     assert second.superseded == second.cancelled == [] and ledger.renew(first.id, "w1", 60)  # the run goes on
-    assert [j.id for j in ledger.waiting_asks("octo/widgets", 1)] == [second.job.id, third.job.id]
-    assert ledger.promote("octo/widgets", 1) is None  # the issue's run is active
+    assert [j.id for j in ledger.waiting_asks("octo/widgets", 1, installation_id=77)] == [second.job.id, third.job.id]
+    assert ledger.promote("octo/widgets", 1, installation_id=77) is None  # the issue's run is active
     assert ledger.finish(first.id, "w1", JobStatus.SUCCEEDED)
-    promoted = ledger.promote("octo/widgets", 1)
+    promoted = ledger.promote("octo/widgets", 1, installation_id=77)
     assert promoted is not None and promoted.id == second.job.id  # the oldest ask is the next run
     assert ledger.get(second.job.id).status == JobStatus.QUEUED  # type: ignore[union-attr]
     assert ledger.settle_ask(third.job.id, JobStatus.FOLDED, f"carried by job {second.job.id}")
     assert not ledger.settle_ask(third.job.id, JobStatus.DENIED, "too late")  # settled once
-    assert ledger.promote("octo/widgets", 1) is None and ledger.waiting_asks("octo/widgets", 1) == []
+    assert (
+        ledger.promote("octo/widgets", 1, installation_id=77) is None
+        and ledger.waiting_asks("octo/widgets", 1, installation_id=77) == []
+    )
 
 
 def test_a_writers_retry_takes_the_issue_over(ledger: Any) -> None:
@@ -82,7 +85,9 @@ def test_a_writers_retry_takes_the_issue_over(ledger: Any) -> None:
     assert taken.job.status == JobStatus.QUEUED and ledger.take_over(retry.id) is None
     assert not ledger.renew(running.id, "w1", 60)  # the worker learns it must stop
     assert ledger.get(running.id).error == "superseded by /agent retry from @alice"  # type: ignore[union-attr]
-    assert [j.id for j in ledger.waiting_asks("octo/widgets", 1)] == [review.id]  # folded into the retry's run
+    assert [j.id for j in ledger.waiting_asks("octo/widgets", 1, installation_id=77)] == [
+        review.id
+    ]  # folded into the retry's run
 
 
 def test_promote_idle_queues_what_a_dead_worker_left_waiting(ledger: Any) -> None:
@@ -179,7 +184,9 @@ def test_retry_on_our_pull_request_maps_to_its_issue(ledger: Any) -> None:
     assert retry.issue == 5 and retry.details == JobDetails(on_pull_request=False, pull_request=12)
     unknown = ledger.submit(request(issue=99, delivery="u", details=JobDetails(on_pull_request=True))).job
     assert unknown.issue == 99 and unknown.details == JobDetails(on_pull_request=True)
-    assert [j.id for j in ledger.cancel("octo/widgets", 12, "stop", on_pull_request=True)] == [retry.id]
+    assert [j.id for j in ledger.cancel("octo/widgets", 12, "stop", installation_id=77, on_pull_request=True)] == [
+        retry.id
+    ]
 
 
 def test_a_note_on_our_gitlab_merge_request_maps_to_its_issue(ledger: Any) -> None:
@@ -293,11 +300,14 @@ def test_installation_labels_chores_and_counts(ledger: Any) -> None:
     assert ledger.installation_active(77) and ledger.installation_active(999)
     assert {ledger.take_label_chore(), ledger.take_label_chore()} == {(77, "octo/a"), (77, "octo/b")}
     assert ledger.take_label_chore() is None
-    ledger.remember_label("octo/*", "org-label")
-    ledger.remember_label("octo/a", "fix-me")
-    assert (ledger.trigger_label("octo/a"), ledger.trigger_label("octo/z")) == ("fix-me", "org-label")
-    ledger.remember_label("octo/a", None)
-    assert ledger.trigger_label("octo/a") == "org-label"
+    ledger.remember_label("octo/*", "org-label", installation_id=77)
+    ledger.remember_label("octo/a", "fix-me", installation_id=77)
+    assert (ledger.trigger_label("octo/a", installation_id=77), ledger.trigger_label("octo/z", installation_id=77)) == (
+        "fix-me",
+        "org-label",
+    )
+    ledger.remember_label("octo/a", None, installation_id=77)
+    assert ledger.trigger_label("octo/a", installation_id=77) == "org-label"
     ledger.submit(request(issue=1, delivery="a"))
     ledger.submit(request(issue=2, delivery="b"))
     assert ledger.count_jobs(77, JobStatus.QUEUED) == 2
@@ -400,7 +410,11 @@ def test_follow_ups_are_runs_one_per_key(ledger: Any) -> None:
     assert not ledger.submit(ci_req).created  # another delivery about the same failed commit
     review = ledger.submit(JobRequest(JobKind.REVIEW, 77, "octo/widgets", 1, "alice", "review:octo/widgets:9:5"))
     assert review.job.status == JobStatus.WAITING and ledger.get(fix.id).status == JobStatus.QUEUED
-    assert [j.kind for j in ledger.issue_jobs("octo/widgets", 1)] == [JobKind.FIX, JobKind.CI, JobKind.REVIEW]
+    assert [j.kind for j in ledger.issue_jobs("octo/widgets", 1, installation_id=77)] == [
+        JobKind.FIX,
+        JobKind.CI,
+        JobKind.REVIEW,
+    ]
 
 
 PREVIOUS_EXTRA = {  # what the previous version wrote in `extra`: a dict of untyped keys (one this version lacks)

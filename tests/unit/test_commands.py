@@ -18,6 +18,7 @@ from bot.pipeline.deps import PipelineDeps
 from bot.pipeline.run import run_pipeline as run_job
 from bot.queue.dispatch import JobQueue
 from bot.webhooks.commands import Command, parse_command
+from bot.worker.ledger_hooks import job_hooks
 from bot.worker.pool import Worker
 from tests.support.fake_github import FakeGitHub
 from tests.support.scripted_model import ScriptedModel, bash
@@ -59,7 +60,7 @@ def test_control_jobs_never_supersede_a_run(ledger: SqliteLedger) -> None:
         result = ledger.submit(request(kind, f"d-{n}"))
         assert result.created and not result.superseded and not result.cancelled
     assert ledger.get(run.id).status == JobStatus.QUEUED  # type: ignore[union-attr]
-    stopped = ledger.cancel(REPO, 1, "/agent stop by @alice")
+    stopped = ledger.cancel(REPO, 1, "/agent stop by @alice", installation_id=7)
     assert [j.id for j in stopped] == [run.id]  # the control jobs themselves are left to run
     assert ledger.get(run.id).error == "/agent stop by @alice"  # type: ignore[union-attr]
     retry = ledger.submit(request(JobKind.RETRY, "d-retry"))
@@ -74,7 +75,7 @@ class Commands(World):
         self.ledger = ledger
 
     def deps(self) -> PipelineDeps:
-        return replace(super().deps(), stop_runs=self.ledger.cancel)
+        return replace(super().deps(), stop_runs=job_hooks(self.ledger, 7).stop_runs)
 
     def command(self, kind: JobKind, requester: str, **details: Any) -> JobOutcome:
         comment = self.github.add_comment(REPO, self.issue, f"/agent {kind.value}", requester)

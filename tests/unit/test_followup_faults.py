@@ -38,7 +38,7 @@ def test_an_unreadable_failure_does_not_count_toward_ci_followups(github: FakeGi
     _run_ci(world, sha)
     [note] = [c["body"] for c in github.comments_on(REPO, world.pull)]
     assert "could not read what failed" in note and "has not granted `checks: read`" in note
-    assert ci_done(world.ledger.issue_jobs(REPO, world.issue), "next") == 0  # it never ran
+    assert ci_done(world.ledger.issue_jobs(REPO, world.issue, installation_id=7), "next") == 0  # it never ran
 
 
 def test_a_ci_rerun_that_turned_green_skips_the_follow_up_and_says_so(github: FakeGitHub, tmp_path: Path) -> None:
@@ -47,7 +47,7 @@ def test_a_ci_rerun_that_turned_green_skips_the_follow_up_and_says_so(github: Fa
     assert _run_ci(world, sha) == JobStatus.CANCELLED
     [note] = [c["body"] for c in github.comments_on(REPO, world.pull)]
     assert f"`{sha[:12]}`" in note and "no check run of that commit fails any more" in note and "skipped" in note
-    assert ci_done(world.ledger.issue_jobs(REPO, world.issue), "next") == 0
+    assert ci_done(world.ledger.issue_jobs(REPO, world.issue, installation_id=7), "next") == 0
 
 
 def test_a_follow_up_for_a_commit_no_longer_the_head_says_why_it_was_skipped(
@@ -115,9 +115,9 @@ def test_a_ci_follow_up_that_fails_on_github_before_its_run_is_not_counted(githu
     github.checks.fail(REPO, sha, "tests", log="boom")
     github.faults.add("GET", r"/repos/acme/widgets$", 404, count=None, body={"message": "Not Found"})  # get_repo
     assert _run_ci(world, sha) == JobStatus.FAILED  # after its status comment, before the agent
-    [job] = [j for j in world.ledger.issue_jobs(REPO, world.issue) if j.kind == JobKind.CI]
+    [job] = [j for j in world.ledger.issue_jobs(REPO, world.issue, installation_id=7) if j.kind == JobKind.CI]
     assert job.status == JobStatus.FAILED and not job.details.ran
-    assert ci_done(world.ledger.issue_jobs(REPO, world.issue), "next") == 0
+    assert ci_done(world.ledger.issue_jobs(REPO, world.issue, installation_id=7), "next") == 0
 
 
 def test_a_ci_follow_up_whose_run_started_counts_once_however_often_it_is_resumed(
@@ -137,4 +137,4 @@ def test_a_ci_follow_up_whose_run_started_counts_once_however_often_it_is_resume
     outcome = run_pipeline(resumed, threading.Event(), world.deps())
     assert outcome.status == JobStatus.FAILED and len(world.model.requests) == 2, outcome.error
     assert world.ledger.finish(asked.id, "w2", outcome.status, error=outcome.error)
-    assert ci_done(world.ledger.issue_jobs(REPO, world.issue), "next") == 1
+    assert ci_done(world.ledger.issue_jobs(REPO, world.issue, installation_id=7), "next") == 1

@@ -10,7 +10,8 @@ import pytest
 from fastapi.testclient import TestClient
 from structlog.testing import capture_logs
 
-from bot.jobs import JobKind, JobStatus
+from bot.forge_ids import installation_of
+from bot.jobs import JobKind, JobRequest, JobStatus
 from bot.ledger.sqlite.ledger import SqliteLedger
 from bot.queue.dispatch import JobQueue
 from bot.settings import Settings
@@ -166,6 +167,27 @@ def test_githubs_route_is_unchanged_and_refuses_a_gitlab_token(client: TestClien
 
 
 def test_trigger_label_from_the_projects_config(client: TestClient, ledger: SqliteLedger) -> None:
-    ledger.remember_label(REPO, "autofix")
+    ledger.remember_label(REPO, "autofix", installation_id=installation_of(REPO))
     assert post(client, labeled(REPO, 5)).json()["action"] == "ignore"
     assert post(client, labeled(REPO, 6, label="autofix")).json()["action"] == "enqueue"
+
+
+def test_a_github_repositorys_label_is_not_the_same_paths_gitlab_projects(
+    client: TestClient, ledger: SqliteLedger
+) -> None:
+    ledger.remember_label(REPO, "gh-fix", installation_id=42)  # GitHub's acme/widgets, maybe another owner's
+    ledger.remember_label("acme/*", "gh-org-fix", installation_id=42)
+    assert post(client, labeled(REPO, 5, label="gh-fix")).json()["action"] == "ignore"
+    assert post(client, labeled(REPO, 6, label="gh-org-fix")).json()["action"] == "ignore"
+    assert post(client, labeled(REPO, 7)).json()["action"] == "enqueue"  # the project's own (default) label
+
+
+def test_closing_a_gitlab_issue_leaves_the_same_paths_github_run_alone(
+    client: TestClient, ledger: SqliteLedger
+) -> None:
+    github = ledger.submit(JobRequest(JobKind.FIX, 42, REPO, 5, "alice", "gh-delivery")).job
+    gitlab = post(client, labeled(REPO, 5)).json()
+    assert gitlab["action"] == "enqueue" and not gitlab["waiting"]  # not "already running": another repository
+    answer = post(client, issue_hook(REPO, 5, action="close", state="closed"))
+    assert answer.json()["cancelled"] == [gitlab["job_id"]]
+    assert ledger.get(github.id).status == JobStatus.QUEUED  # type: ignore[union-attr]

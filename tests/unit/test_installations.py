@@ -78,7 +78,7 @@ def test_label_creation_is_paced_and_uses_the_configured_name(
     assert {repo: [x["name"] for x in labels] for repo, labels in github.labels.items()} == {
         repo: ["ai-fix"] for repo in repos
     }
-    assert ledger.trigger_label("Codertocat/Other") == "ai-fix"  # learnt from the owner's .github
+    assert ledger.trigger_label("Codertocat/Other", installation_id=5) == "ai-fix"  # learnt from the owner's .github
 
 
 def test_a_renamed_label_triggers_once_a_worker_has_read_the_config(
@@ -86,10 +86,10 @@ def test_a_renamed_label_triggers_once_a_worker_has_read_the_config(
 ) -> None:
     repo = "Codertocat/Hello-World"
     assert deliver(client, "issues", labeled(repo, 1, sender="alice", label="ai-fix")).json()["action"] == "ignore"
-    ledger.remember_label("Codertocat/*", "ai-fix")
+    ledger.remember_label("Codertocat/*", "ai-fix", installation_id=1)
     assert deliver(client, "issues", labeled(repo, 1, sender="alice", label="ai-fix")).json()["action"] == "enqueue"
     assert deliver(client, "issues", labeled(repo, 2, sender="alice")).json()["action"] == "ignore"
-    ledger.remember_label(repo, "bot-fix")  # the repository's own file wins over the owner's
+    ledger.remember_label(repo, "bot-fix", installation_id=1)  # the repository's own file wins over the owner's
     answer = deliver(client, "issues", labeled(repo, 3, sender="alice", label="bot-fix")).json()
     assert answer["action"] == "enqueue" and ledger.get(answer["job_id"]).details.label == "bot-fix"  # type: ignore[union-attr]
 

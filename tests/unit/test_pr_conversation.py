@@ -16,8 +16,8 @@ from bot.ledger.sqlite.ledger import SqliteLedger
 from bot.pipeline.deps import PipelineDeps
 from bot.pipeline.publish.status import job_marker
 from bot.pipeline.run import run_pipeline
-from bot.pipeline.task.asks import AskLedger
 from bot.pipeline.task.feedback import STATUS_MARKER
+from bot.worker.ledger_hooks import job_hooks
 from bot.worker.wiring import _mark_ran
 from tests.support.fake_github import FakeGitHub
 from tests.support.fake_github_checks import BOT, bot_commit, open_bot_pr
@@ -42,9 +42,9 @@ class Conversation(World):
         github.set_permission("mallory", "read")
 
     def deps(self) -> PipelineDeps:
-        asks = AskLedger(self.ledger.waiting_asks, self.ledger.settle_ask)
-        marks = partial(_mark_ran, self.ledger)  # as the worker wires it
-        return replace(super().deps(), asks=asks, issue_jobs=self.ledger.issue_jobs, run_started=marks)
+        hooks = job_hooks(self.ledger, 7)  # as the worker wires them, for this world's installation
+        marks = partial(_mark_ran, self.ledger)
+        return replace(super().deps(), asks=hooks.asks, issue_jobs=hooks.issue_jobs, run_started=marks)
 
     def ask(self, kind: JobKind, requester: str, key: str, **details: Any) -> Job:
         """An ask recorded as the webhook path records it."""
@@ -107,7 +107,9 @@ def test_a_readers_ask_leaves_the_ci_bound_alone(github: FakeGitHub, tmp_path: P
     ci = Job("c", JobKind.CI, 7, REPO, world.issue, BOT, "ci", JobStatus.SUCCEEDED)
     from bot.pipeline.task.followup import ci_done
 
-    assert ci_done([ci, *world.ledger.issue_jobs(REPO, world.issue)], "x") == 1  # the denied review reset nothing
+    assert (
+        ci_done([ci, *world.ledger.issue_jobs(REPO, world.issue, installation_id=7)], "x") == 1
+    )  # the denied review reset nothing
 
 
 def test_a_follow_up_on_a_closed_pr_is_not_run(github: FakeGitHub, tmp_path: Path) -> None:

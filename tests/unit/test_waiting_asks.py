@@ -103,4 +103,6 @@ def test_a_writers_retry_cancels_the_running_job_and_runs_next(ledger: SqliteLed
     admission(ledger, gh, dispatched).once()
     assert not ledger.renew(running.id, "w1", 60) and dispatched == [retry.id] and gh.comments == []
     assert ledger.get(retry.id).status == JobStatus.QUEUED  # type: ignore[union-attr]
-    assert [j.id for j in ledger.waiting_asks(REPO, 1)] == [review.id]  # folded into the retry's run
+    assert [j.id for j in ledger.waiting_asks(REPO, 1, installation_id=77)] == [
+        review.id
+    ]  # folded into the retry's run

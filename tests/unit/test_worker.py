@@ -84,7 +84,7 @@ def test_a_stopped_job_gets_its_cancel_event(make_worker: Callable[..., Worker],
     thread = threading.Thread(target=worker.run_job, args=(job.id,))
     thread.start()
     assert runner.started.wait(10)
-    ledger.cancel("octo/widgets", 1, "/agent stop")
+    ledger.cancel("octo/widgets", 1, "/agent stop", installation_id=job.installation_id)
     thread.join(20)
     assert runner.cancelled
     assert ledger.get(job.id).status == JobStatus.CANCELLED  # type: ignore[union-attr]

@@ -12,6 +12,7 @@ from typing import Any
 
 import psycopg
 
+from bot.forge_ids import forge_key
 from bot.jobs import Job
 from bot.ledger import fair, pr_outcomes, usage
 from bot.ledger.postgres import installs as ledger_postgres_installs
@@ -45,9 +46,10 @@ class PostgresLedger(SqlLedger[Conn]):
     def _update(self, text: str, *params: Any) -> bool:
         return bool(self._read(text, params).rowcount == 1)
 
-    def remember_label(self, key: str, label: str | None) -> None:
-        """Cache the trigger label of `owner/name`, or of an owner as `owner/*` (None forgets it)."""
-        ledger_postgres_installs.remember_label(self._conn(), key, label)
+    def remember_label(self, key: str, label: str | None, *, installation_id: int) -> None:
+        """Cache the trigger label of `owner/name`, or of an owner as `owner/*` (None forgets it), on the forge of
+        `installation_id`."""
+        ledger_postgres_installs.remember_label(self._conn(), forge_key(key, installation_id), label)
 
     def take_label_chore(self) -> tuple[int, str] | None:
         """The oldest (installation id, owner/name) still needing its trigger label, removed from the list."""

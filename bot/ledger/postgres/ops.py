@@ -34,8 +34,8 @@ SCHEMA = (
     created_at DOUBLE PRECISION NOT NULL, updated_at DOUBLE PRECISION NOT NULL, extra TEXT NOT NULL DEFAULT '{}',
     seq BIGSERIAL)""",
     "DROP INDEX IF EXISTS jobs_one_active_run",  # fix and retry only: ledgers from before the follow-ups
-    "CREATE UNIQUE INDEX IF NOT EXISTS jobs_one_active_job ON jobs (repo, issue) "
-    "WHERE status IN ('queued', 'running') AND kind IN ('fix', 'retry', 'ci', 'review')",
+    sql.ONE_ACTIVE_INDEX,  # per issue of each forge; the one before it keyed (repo, issue) alone
+    "DROP INDEX IF EXISTS jobs_one_active_job",
     "CREATE INDEX IF NOT EXISTS jobs_status ON jobs (status, lease_expires_at)",
     f"ALTER TABLE jobs ADD COLUMN IF NOT EXISTS {sql.BODY_COLUMN}",
     sql.BODY_INDEX,

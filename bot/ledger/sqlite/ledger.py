@@ -6,6 +6,7 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
+from bot.forge_ids import forge_key
 from bot.jobs import Job, JobRequest
 from bot.ledger import fair, pr_outcomes, usage
 from bot.ledger.contract import SubmitResult
@@ -53,8 +54,10 @@ class SqliteLedger(SqlLedger[sqlite3.Connection]):
             first=lambda conn: ledger_sqlite_ops.submit_first(conn, req),  # the common case, without a savepoint
         )
 
-    def remember_label(self, key: str, label: str | None) -> None:
-        """Cache the trigger label of `owner/name`, or of an owner as `owner/*` (None forgets it)."""
+    def remember_label(self, key: str, label: str | None, *, installation_id: int) -> None:
+        """Cache the trigger label of `owner/name`, or of an owner as `owner/*` (None forgets it), on the forge of
+        `installation_id`."""
+        key = forge_key(key, installation_id)
         self._writer.submit(lambda conn: ledger_sqlite_installs.remember_label(conn, key, label)).result()
 
     def take_label_chore(self) -> tuple[int, str] | None:

@@ -23,8 +23,7 @@ CREATE TABLE IF NOT EXISTS jobs (
 );
 DROP INDEX IF EXISTS jobs_one_active;
 DROP INDEX IF EXISTS jobs_one_active_run;
-CREATE UNIQUE INDEX IF NOT EXISTS jobs_one_active_job ON jobs (repo, issue)
-    WHERE status IN ('queued', 'running') AND kind IN ('fix', 'retry', 'ci', 'review');
+DROP INDEX IF EXISTS jobs_one_active_job;
 CREATE INDEX IF NOT EXISTS jobs_status ON jobs (status, lease_expires_at);
 CREATE TABLE IF NOT EXISTS installations (
     id BIGINT PRIMARY KEY, account TEXT NOT NULL, suspended INTEGER NOT NULL DEFAULT 0,
@@ -53,6 +52,7 @@ def migrate(conn: Conn) -> None:
         conn.execute("ALTER TABLE jobs ADD COLUMN started_at REAL")
     conn.execute(sql.BODY_INDEX)
     conn.execute(sql.STARTED_INDEX)
+    conn.execute(sql.ONE_ACTIVE_INDEX)
 
 
 def stop_active(conn: Conn, where: str, params: tuple[Any, ...], reason: str, queued_to: JobStatus) -> Stopped:
