@@ -12,6 +12,7 @@ from bot.jobs import Job, JobKind, JobOutcome, JobRequest, JobStatus
 from bot.ledger.sqlite.ledger import SqliteLedger
 from bot.queue.dispatch import JobQueue
 from bot.settings import Settings
+from bot.worker import pool
 from bot.worker.pool import Worker
 
 
@@ -114,6 +115,18 @@ def test_stop_puts_running_jobs_back(
     back = ledger.get(job.id)
     assert back is not None and back.status == JobStatus.QUEUED and back.attempts == 0
     assert job_queue.pending_ids() == {job.id}
+
+
+def test_stop_wakes_idle_slots_instead_of_waiting_out_their_poll(
+    make_worker: Callable[..., Worker], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(pool, "POLL_SECONDS", 60.0)  # an idle slot's wait on the queue outlasts the stop's timeout
+    worker = make_worker(FakeRunner())
+    worker.start()
+    assert wait_for(worker.ready.is_set)
+    threads = list(worker._threads)
+    worker.stop(timeout=10)
+    assert not [t.name for t in threads if t.is_alive()]
 
 
 def test_reconciler_dispatches_queued_rows_the_queue_lacks(
