@@ -43,9 +43,13 @@ started=$SECONDS
 debootstrap --variant=minbase --include="$packages" "$suite" "$root" "$mirror" ${script:+"$script"} >"$log" 2>&1 &
 pid=$!
 # A line every 15 s: debootstrap's own stage ("I: Retrieving …", "I: Unpacking …", "I: Configuring …") and the time.
+# Polls quickly at first (a debootstrap that fails at once is not held for a second), then once a second.
+delays=(0.02 0.05 0.1 0.2 0.5) polls=0 report=15
 while kill -0 "$pid" 2>/dev/null; do
-    sleep 1
-    if (( (SECONDS - started) % 15 == 0 )); then
+    sleep "${delays[polls]:-1}"
+    polls=$((polls + 1))
+    if (( SECONDS - started >= report )); then  # not a multiple of 15: a poll may land a second late
+        report=$(( (SECONDS - started) / 15 * 15 + 15 ))
         stage="$(grep '^I: ' "$log" | tail -n 1 | cut -c4-80)"
         echo "debootstrap: $((SECONDS - started))s ${stage:-starting}"
     fi

@@ -3,6 +3,8 @@ githubkit's failures); only `bot/github/` imports githubkit."""
 
 from __future__ import annotations
 
+import functools
+import ssl
 from datetime import datetime
 from typing import Any
 
@@ -28,6 +30,13 @@ TEAM_PERMISSIONS: Any = {"members": "read"}  # only for `allowed_teams`; jobs ne
 CHECKS_PERMISSIONS: Any = {"checks": "read", "actions": "read", "metadata": "read"}
 
 
+@functools.cache
+def _tls_context() -> ssl.SSLContext:
+    """httpx's default verifying context, made once per process rather than per GitHubApp: loading the CA bundle
+    takes ~20 ms of CPU each time (the unit tests make an App per job). A context is safe to share."""
+    return httpx.create_ssl_context()
+
+
 class _SharedTransport(httpx.HTTPTransport):
     """One connection pool for all of the App's clients; githubkit closes its per-request client, not this."""
 
@@ -45,7 +54,7 @@ class GitHubApp:
         self._cache = MemCacheStrategy()
         # githubkit builds an httpx client per request outside `with`: with its own transport that meant a new TLS
         # context (~10-40 ms of CPU here) and a new connection per call. One shared, thread-safe pool instead.
-        self._transport = _SharedTransport()
+        self._transport = _SharedTransport(verify=_tls_context())
         self._retry = RateLimitRetry()  # githubkit's own retry loop, waiting out rate limits within a bound
         self._pacers = pacers or Pacers()  # one installation's writes one at a time; content a second apart
         self._app = self._client(self._auth)

@@ -114,19 +114,26 @@ class JobQueue:
         """How many job ids wait in the queue."""
         return int(self.huey.pending_count())
 
-    def run_next(self, wait: float) -> bool:
-        """Run the next job id through huey (which calls the bound handler); wait up to `wait` s for one."""
+    def run_next(self, wait: float, stop: threading.Event | None = None) -> bool:
+        """Run the next job id through huey (which calls the bound handler); wait up to `wait` s for one, or until
+        `wake` once `stop` is set."""
         task = self._dequeue()  # PostgresHuey blocks here on LISTEN for up to its read timeout
         if task is None and self._local:
             self._wake.clear()
             task = self._dequeue()  # one more look, so an enqueue racing the clear is not missed
-            if task is None:
+            # and one at `stop` after the clear: a stop (set before its `wake`) racing the clear is not missed either
+            if task is None and not (stop is not None and stop.is_set()):
                 self._wake.wait(wait)
         if task is None:
             return False
         if task is not DROPPED:
             self.huey.execute(task)
         return True
+
+    def wake(self) -> None:
+        """End `run_next`'s waits on a local queue now: a stopping worker (its `stop` set first) calls it, so its idle
+        slots return at once instead of at their next poll."""
+        self._wake.set()
 
     def _dequeue(self) -> Task | None:
         """The next task; an entry it cannot read (an older layout, a task renamed by an upgrade) is taken off the

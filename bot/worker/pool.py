@@ -92,6 +92,7 @@ class Worker:
     def stop(self, timeout: float = 30.0) -> None:
         """Stop taking jobs; cancel running ones and put them back in the queue (they are not failures)."""
         self._stopping.set()
+        self.queue.wake()  # after the set: idle slots waiting on the queue see the stop now, not at their next poll
         with self._lock:
             for cancel in self._running.values():
                 cancel.cancel(SHUTDOWN_REASON)
@@ -151,7 +152,7 @@ class Worker:
                 return
         while not self._stopping.is_set():
             try:
-                self.queue.run_next(POLL_SECONDS)
+                self.queue.run_next(POLL_SECONDS, self._stopping)
             except Exception:
                 log.exception("queue read failed")
                 self._stopping.wait(POLL_SECONDS)

@@ -59,7 +59,8 @@ class ScriptedModelServer:
         self.peers: list[str] = []  # the client address of each request, in order (which container asked)
         self._lock = threading.Lock()
         self._server = ThreadingHTTPServer((host, 0), self._handler())
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        # A short poll: `stop` waits for the serving loop's next look (0.5 s by default, at every test's end).
+        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
 
     @property
     def api_base(self) -> str:

@@ -13,6 +13,7 @@ import pytest
 SCRIPT = Path(__file__).resolve().parents[2] / "sandbox" / "build-base-image.sh"
 DEBOOTSTRAP = """#!/bin/sh
 echo "debootstrap $*" >>"$RECORD"
+[ -z "${DEBOOTSTRAP_SECONDS:-}" ] || command sleep "$DEBOOTSTRAP_SECONDS"
 for arg; do if [ -d "$arg" ]; then mkdir -p "$arg/etc"; echo x >"$arg/etc/marker"; fi; done
 """
 DOCKER = """#!/bin/sh
@@ -75,3 +76,13 @@ def test_if_missing_leaves_a_present_image_alone_and_builds_a_missing_one(tmp_pa
     assert _run(tmp_path, "--if-missing", "mini-fix-base:bookworm", present=True) == []
     debootstrap, imported = _run(tmp_path, "--if-missing", "mini-fix-base:bookworm")
     assert _suite(debootstrap) == "bookworm" and imported.endswith("- mini-fix-base:bookworm")
+
+
+def test_a_quick_debootstrap_is_not_held_for_a_whole_poll(tmp_path: Path) -> None:
+    # `sleep` as an exported bash function: it records how long each poll would wait.
+    record_sleep = '() { echo "$1" >>"$TMPDIR/sleeps"; command sleep "$1"; }'
+    # A debootstrap of 0.3 s: still running at the script's first look.
+    debootstrap, _ = _run(tmp_path, DEBOOTSTRAP_SECONDS="0.3", **{"BASH_FUNC_sleep%%": record_sleep})
+    assert _suite(debootstrap) == "trixie"
+    sleeps = (tmp_path / "sleeps").read_text().split()
+    assert sleeps and float(sleeps[0]) < 1  # the first look comes early; later ones back off to a second

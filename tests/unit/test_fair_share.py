@@ -133,7 +133,7 @@ def test_a_finishing_run_frees_its_place_before_a_waiting_sibling_is_woken(
     finish = ledger.finish
 
     def slow_finish(*args: Any, **kwargs: Any) -> bool:
-        time.sleep(0.5)  # a busy database: the sibling would look while this run still counts as running
+        time.sleep(0.2)  # a busy database: the sibling would look (within ms) while this run still counts as running
         return finish(*args, **kwargs)
 
     ledger.finish = slow_finish  # type: ignore[method-assign]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import ssl
 from collections.abc import Iterator
 
 import httpx
@@ -171,3 +172,11 @@ def test_pull_request_issue_is_recognised(api: respx.MockRouter, gh: RepoGateway
     )
     issue = gh.get_issue(4)
     assert issue.is_pull_request and issue.body == ""
+
+
+def test_apps_share_one_tls_context_loaded_once() -> None:
+    settings = Settings(app_id=99, private_key=throwaway_key(), github_api_url=API)
+    first, second = GitHubApp(settings, pacers=unpaced()), GitHubApp(settings, pacers=unpaced())
+    context = first._transport._pool._ssl_context
+    assert context is second._transport._pool._ssl_context  # not a CA bundle read per App
+    assert context.verify_mode == ssl.CERT_REQUIRED and context.check_hostname  # still httpx's verifying default

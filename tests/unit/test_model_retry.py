@@ -89,13 +89,13 @@ def test_unreachable_names_the_api_base_the_tries_and_the_last_error(
 
 
 def test_a_per_call_timeout_names_the_timeout_and_is_not_retried(sleeps: list[float]) -> None:
-    with ScriptedModelServer(["too late", "too late"], delay=3) as server:
-        model = model_for(server, sleeps, model_kwargs={"timeout": 1})
+    with ScriptedModelServer(["too late", "too late"], delay=1) as server:  # four times the timeout
+        model = model_for(server, sleeps, model_kwargs={"timeout": 0.25})
         with pytest.raises(ModelTimeout) as caught:
             model.query(MESSAGES)
         assert len(server.requests) == 1
     text = str(caught.value)
-    assert "per-call timeout of 1 s" in text and "not retried" in text and "unreachable" not in text
+    assert "per-call timeout of 0.25 s" in text and "not retried" in text and "unreachable" not in text
     assert sleeps == []
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -84,3 +85,34 @@ def test_preflight_names_each_missing_credential_and_passes_a_complete_set(
 def test_run_app_checks_credentials_before_the_engine_and_images() -> None:
     lines = (ROOT / "scripts" / "run-app.sh").read_text().splitlines()
     assert lines.index(".venv/bin/python -m bot.preflight") < lines.index("scripts/ensure-docker.sh")
+
+
+def _with_progress(tmp_path: Path, fake_sleep: str, command: str) -> tuple[str, list[str]]:
+    """scripts/lib/progress.sh's with_progress on COMMAND, with `sleep` a shell function (FAKE_SLEEP's body) that
+    may record its argument to $SLEEPS and move bash's SECONDS on; its stderr and the recorded sleeps."""
+    sleeps = tmp_path / "sleeps"
+    script = f'set -euo pipefail; source "$1"; sleep() {{ {fake_sleep}; }}; with_progress t step "$2" "" -- {command}'
+    result = subprocess.run(
+        ["bash", "-c", script, "_", str(ROOT / "scripts" / "lib" / "progress.sh"), str(tmp_path / "log")],
+        env={**os.environ, "SLEEPS": str(sleeps), "DONE": str(tmp_path / "done")},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return result.stderr, sleeps.read_text().split() if sleeps.exists() else []
+
+
+def test_a_short_step_is_not_held_for_a_whole_poll(tmp_path: Path) -> None:
+    # A step of 0.3 s: still running at the first look (`sleep` in `sh -c` is the real one, not the function).
+    err, sleeps = _with_progress(tmp_path, 'echo "$1" >>"$SLEEPS"; command sleep "$1"', "sh -c 'sleep 0.3'")
+    assert "t: step: done in" in err
+    assert sleeps and float(sleeps[0]) < 1  # the first look comes early; later ones back off to a second
+
+
+def test_a_long_step_reports_every_15_s_even_when_its_polls_skip_the_multiple(tmp_path: Path) -> None:
+    # Each poll moves bash's clock on 4 s: the polls land at 4, 8, 12, 16, ... s, never on 15 or 30 exactly.
+    fake = 'SECONDS=$((SECONDS + 4)); n=$((${n:-0} + 1)); [ "$n" -lt 9 ] || : >"$DONE"; command sleep 0.01'
+    err, _ = _with_progress(tmp_path, fake, "sh -c 'until [ -e \"$DONE\" ]; do sleep 0.01; done'")
+    reports = [int(m) for m in re.findall(r"^t: step: (\d+)s$", err, flags=re.MULTILINE)]
+    assert len(reports) >= 2 and 15 <= reports[0] < 20 and 30 <= reports[1] < 35, err
+    assert "t: step: done in" in err

@@ -11,9 +11,10 @@ from typing import Any
 
 import pytest
 
+from bot.pipeline.attempts import setup_key as setup_key_module
 from bot.pipeline.attempts.execute import run_setup, take_change
 from bot.pipeline.attempts.setup_cache import Lookup, RepoSetup, SetupOptions, cache_owner, setup_of
-from bot.pipeline.attempts.setup_key import MAX_ENTRIES, TreeTooLarge, dependency_files, named_files, setup_key
+from bot.pipeline.attempts.setup_key import TreeTooLarge, dependency_files, named_files, setup_key
 from bot.pipeline.attempts.setup_store import CorruptEntry, SetupStore, repo_slug
 from bot.pipeline.errors import RunFailed
 from bot.pipeline.git import gitops
@@ -230,10 +231,14 @@ def test_files_a_setup_command_names_count_however_deep(tmp_path: Path) -> None:
     assert setup_key(setup, "img", False, repo) != key
 
 
-def test_a_tree_too_large_to_walk_gets_no_key_and_setup_runs_uncached(tmp_path: Path) -> None:
+def test_a_tree_too_large_to_walk_gets_no_key_and_setup_runs_uncached(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The same walk past a smaller bound: 201 files to make rather than 20,001.
+    monkeypatch.setattr(setup_key_module, "MAX_ENTRIES", 200)
     repo = tmp_path / "repo"
     (repo / "many").mkdir(parents=True)
-    for n in range(MAX_ENTRIES + 1):
+    for n in range(200 + 1):
         (repo / "many" / f"f{n}").touch()
     with pytest.raises(TreeTooLarge):
         setup_key(["npm ci"], "img", False, repo)

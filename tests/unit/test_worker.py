@@ -12,6 +12,7 @@ from bot.jobs import Job, JobKind, JobOutcome, JobRequest, JobStatus
 from bot.ledger.sqlite.ledger import SqliteLedger
 from bot.queue.dispatch import JobQueue
 from bot.settings import Settings
+from bot.worker import pool
 from bot.worker.pool import Worker
 
 
@@ -116,6 +117,18 @@ def test_stop_puts_running_jobs_back(
     assert job_queue.pending_ids() == {job.id}
 
 
+def test_stop_wakes_idle_slots_instead_of_waiting_out_their_poll(
+    make_worker: Callable[..., Worker], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(pool, "POLL_SECONDS", 60.0)  # an idle slot's wait on the queue outlasts the stop's timeout
+    worker = make_worker(FakeRunner())
+    worker.start()
+    assert wait_for(worker.ready.is_set)
+    threads = list(worker._threads)
+    worker.stop(timeout=10)
+    assert not [t.name for t in threads if t.is_alive()]
+
+
 def test_reconciler_dispatches_queued_rows_the_queue_lacks(
     make_worker: Callable[..., Worker], ledger: SqliteLedger, job_queue: JobQueue
 ) -> None:
@@ -167,7 +180,8 @@ def test_no_job_is_claimed_before_the_warm_ups_finish(
     job_queue.enqueue(job.id)
     worker.start()
     assert warming.wait(20)
-    assert not runner.started.wait(1.0) and not worker.ready.is_set()  # the job waits for the warm-up
+    # the job waits for the warm-up: an idle slot would have claimed it within milliseconds
+    assert not runner.started.wait(0.3) and not worker.ready.is_set()
     assert ledger.get(job.id).status == JobStatus.QUEUED  # type: ignore[union-attr]
     release.set()
     assert wait_for(worker.ready.is_set) and runner.started.wait(20)
