@@ -6,7 +6,7 @@ import argparse
 import signal
 import sys
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -18,11 +18,18 @@ from bot.settings import Settings, SettingsError, load_settings
 if TYPE_CHECKING:
     from bot.worker.pool import Worker
 
+    _Subcommands = argparse._SubParsersAction[argparse.ArgumentParser]
+
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="mini-fix", description="Fix labelled GitHub issues with an agent.")
     sub = parser.add_subparsers(dest="command", required=True)
+    for add_command in _COMMANDS:
+        add_command(sub)
+    return parser
 
+
+def _add_serve(sub: _Subcommands) -> None:
     serve = sub.add_parser("serve", help="webhook server, with an embedded worker unless --no-worker")
     serve.add_argument(
         "--host",
@@ -33,6 +40,8 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--port", type=int, default=3000)
     serve.add_argument("--no-worker", action="store_true", help="API only; run `mini-fix worker` elsewhere")
 
+
+def _add_worker(sub: _Subcommands) -> None:
     worker = sub.add_parser("worker", help="a worker process only")
     worker.add_argument(
         "--metrics-port",
@@ -40,6 +49,8 @@ def _parser() -> argparse.ArgumentParser:
         help="serve this worker's /metrics, /healthz and /readyz on this port (all interfaces)",
     )
 
+
+def _add_run(sub: _Subcommands) -> None:
     run = sub.add_parser("run", help="run the agent on a local checkout in the sandbox, no GitHub")
     run.add_argument("--repo", type=Path, required=True, help="path of a git checkout (never modified)")
     task = run.add_mutually_exclusive_group(required=True)
@@ -54,6 +65,8 @@ def _parser() -> argparse.ArgumentParser:
         "the checkout's tests choose",
     )
 
+
+def _add_show(sub: _Subcommands) -> None:
     show = sub.add_parser(
         "show",
         help="print a `mini-fix run`'s steps, patch and verdict from its output directory",
@@ -64,6 +77,8 @@ def _parser() -> argparse.ArgumentParser:
     show.add_argument("output", type=Path, help="the run's output directory (--output of `mini-fix run`)")
     show.add_argument("--no-steps", action="store_true", help="only the patch and the verdict")
 
+
+def _add_setup(sub: _Subcommands) -> None:
     setup = sub.add_parser(
         "setup",
         help="create the GitHub App from app.yml and save its credentials to .env",
@@ -78,15 +93,24 @@ def _parser() -> argparse.ArgumentParser:
     setup.add_argument("--org", help="create the App in this organisation (default: your user account)")
     setup.add_argument("--env-file", type=Path, default=Path(".env"), help="where the credentials are written")
 
+
+def _add_eval(sub: _Subcommands) -> None:
+    # bot/eval/cli.py parses the rest, and answers `mini-fix eval --help` itself.
     evaluate = sub.add_parser("eval", help="run eval tasks (`eval compare A B`, `eval mine GIT_DIR`)", add_help=False)
     evaluate.add_argument("eval_args", nargs=argparse.REMAINDER, help="see `mini-fix eval --help`")
 
+
+def _add_export(sub: _Subcommands) -> None:
     add_export_arguments(sub.add_parser("export", help="runs as OpenAI chat-format JSONL training data"))
 
+
+def _add_jobs(sub: _Subcommands) -> None:
     jobs = sub.add_parser("jobs", help="list the job ledger")
     jobs.add_argument("--json", action="store_true", help="one JSON object per line")
     jobs.add_argument("--limit", type=int, default=50)
 
+
+def _add_usage(sub: _Subcommands) -> None:
     usage = sub.add_parser("usage", help="what runs used (tokens, model and CPU seconds), summed from the ledger")
     usage.add_argument(
         "--by",
@@ -96,7 +120,20 @@ def _parser() -> argparse.ArgumentParser:
     usage.add_argument("--days", type=int, default=30, help="the last N UTC days, today included (0: all)")
     usage.add_argument("--installation", type=int, help="only this installation id")
     usage.add_argument("--json", action="store_true", help="one JSON object per line")
-    return parser
+
+
+# One builder per subcommand, in the order `mini-fix --help` lists them.
+_COMMANDS: tuple[Callable[[_Subcommands], None], ...] = (
+    _add_serve,
+    _add_worker,
+    _add_run,
+    _add_show,
+    _add_setup,
+    _add_eval,
+    _add_export,
+    _add_jobs,
+    _add_usage,
+)
 
 
 def _serve(settings: Settings, args: argparse.Namespace) -> int:

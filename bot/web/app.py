@@ -6,8 +6,8 @@ from __future__ import annotations
 import asyncio
 import functools
 import gc
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from functools import partial
 from types import MappingProxyType
 from typing import Any
@@ -24,7 +24,7 @@ from bot.ledger import open_ledger
 from bot.ledger.contract import Ledger
 from bot.queue.dispatch import JobQueue, build_queue
 from bot.settings import Settings
-from bot.trajectory_store import open_trajectories
+from bot.trajectory_store import TrajectoryStore, open_trajectories
 from bot.web.pr_metrics import ClosedPrSource
 from bot.web.viewer import register_viewer
 from bot.webhooks.receive import WebhookReceiver
@@ -61,8 +61,24 @@ def create_app(
 ) -> FastAPI:
     """The App's HTTP side; refuses (SettingsError) to start without a real webhook secret for a forge it serves."""
     forges = settings.forges(webhooks_only=True)  # a forge's API credentials are its worker's business
-    if embedded_worker is not None:
-        ledger, queue = ledger or embedded_worker.ledger, queue or embedded_worker.queue
+    ledger, queue, owned = _ledger_and_queue(settings, ledger, queue, embedded_worker)
+    lifespan = _lifespan(embedded_worker, owned)
+    app = App(title="mini-fix", lifespan=lifespan, docs_url=None, redoc_url=None, openapi_url=None)
+    _add_webhook_routes(app, settings, ledger, queue, serves_github="github" in forges)
+    _add_ops_routes(app, ledger, queue, embedded_worker)
+    trajectories = open_trajectories(settings)  # PostgreSQL when scaled out: every worker's runs, from any replica
+    register_viewer(app, settings, ledger, trajectories)
+    _watch_gauges(settings, ledger, queue, trajectories)
+    return app
+
+
+def _ledger_and_queue(
+    settings: Settings, ledger: Ledger | None, queue: JobQueue | None, worker: Worker | None
+) -> tuple[Ledger, JobQueue, list[Ledger | JobQueue]]:
+    """The ledger and queue given, else the embedded worker's, else opened here; the last list holds those opened
+    here, which the app closes on shutdown."""
+    if worker is not None:
+        ledger, queue = ledger or worker.ledger, queue or worker.queue
     owned: list[Ledger | JobQueue] = []
     if ledger is None:
         ledger = open_ledger(settings)
@@ -70,39 +86,54 @@ def create_app(
     if queue is None:
         queue = build_queue(settings)
         owned.append(queue)
+    return ledger, queue, owned
+
+
+def _lifespan(
+    worker: Worker | None, owned: Sequence[Ledger | JobQueue]
+) -> Callable[[FastAPI], AbstractAsyncContextManager[None]]:
+    """Start the embedded worker with the app; on shutdown stop it, then close what the app opened."""
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
         _freeze_startup_heap()
-        if embedded_worker is not None:
-            embedded_worker.start()
+        if worker is not None:
+            worker.start()
         try:
             yield
         finally:
             # uvicorn re-raises SIGTERM after this returns: running jobs are requeued here or not at all.
-            if embedded_worker is not None:
-                await asyncio.to_thread(embedded_worker.stop)
+            if worker is not None:
+                await asyncio.to_thread(worker.stop)
             for resource in owned:
                 resource.close()
 
-    app = App(title="mini-fix", lifespan=lifespan, docs_url=None, redoc_url=None, openapi_url=None)
+    return lifespan
+
+
+def _add_webhook_routes(app: App, settings: Settings, ledger: Ledger, queue: JobQueue, *, serves_github: bool) -> None:
     # GitHub's routes answer 404 in a GitLab-only deployment (no MINIFIX_WEBHOOK_SECRET to check a signature with).
-    github = WebhookReceiver(settings, ledger, queue).handle if "github" in forges else _github_not_configured
+    github = WebhookReceiver(settings, ledger, queue).handle if serves_github else _github_not_configured
     # GitLab's route answers 404 while MINIFIX_GITLAB_WEBHOOK_SECRET is unset: a hook pointed here says why.
     gitlab = GitLabReceiver(settings, ledger, queue).handle
     app.webhook_routes = {**dict.fromkeys(GITHUB_PATHS, github), GITLAB_PATH: gitlab}
     for path, handler in app.webhook_routes.items():
         # Also routed, for a root path set by a proxy and for the router's 405 to other methods.
         app.add_route(path, handler, methods=["POST"], include_in_schema=False)
-    app.add_api_route("/healthz", _healthz(ledger, embedded_worker), methods=["GET"])
-    app.add_api_route("/readyz", _readyz(ledger, queue, embedded_worker), methods=["GET"])
+
+
+def _add_ops_routes(app: FastAPI, ledger: Ledger, queue: JobQueue, worker: Worker | None) -> None:
+    """/healthz, /readyz and /metrics, for the orchestrator's probes and Prometheus."""
+    app.add_api_route("/healthz", _healthz(ledger, worker), methods=["GET"])
+    app.add_api_route("/readyz", _readyz(ledger, queue, worker), methods=["GET"])
     app.add_api_route("/metrics", _metrics(metrics.fleet_registry(ledger.fleet)), methods=["GET"])
-    trajectories = open_trajectories(settings)  # PostgreSQL when scaled out: every worker's runs, from any replica
-    register_viewer(app, settings, ledger, trajectories)
+
+
+def _watch_gauges(settings: Settings, ledger: Ledger, queue: JobQueue, trajectories: TrajectoryStore) -> None:
+    """The gauges read on each scrape: queue depth, data dir, PR outcomes."""
     metrics.watch_queue(queue.depth)
     metrics.watch_data_dir(settings.data_dir)
     metrics.watch_pr_outcomes(ClosedPrSource(ledger, trajectories))
-    return app
 
 
 GITHUB_NOT_CONFIGURED_HINT = (

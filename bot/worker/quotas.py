@@ -19,10 +19,11 @@ reaching MINIFIX_MAX_CLAIMS.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from itertools import chain
 
 import structlog
 from prometheus_client import Gauge
@@ -145,30 +146,45 @@ def check(
     for windows that have a quota); with `every`, all of them are looked at (the help reply)."""
     quotas, warnings = limits(settings, job.repo.split("/", 1)[0], asked)
     now = now or datetime.now(UTC)
+    applying: Iterator[Quota] = _spend_quotas(quotas, used, job, now)
+    if followups is not None and (every or job.kind in FOLLOWUP_KINDS):
+        applying = chain(applying, _followup_quotas(quotas, followups, job, now))
     seen: list[Quota] = []
-    left: Quota | None = None
+    for quota in applying:  # lazily: the first one used up ends the check before the next is read
+        seen.append(quota)
+        if quota.used >= quota.limit and not every:
+            return Check(quota, warnings=tuple(warnings))
+    left = _tightest_token_quota(seen)
+    room = None if left is None else max(0, int(left.limit - left.used))
+    return Check(tokens_left=room, token_quota=left, status=tuple(seen), warnings=tuple(warnings))
+
+
+def _spend_quotas(quotas: Mapping[str, float], used: Used, job: Job, now: datetime) -> Iterator[Quota]:
+    """The token, cost and model-second quotas that are set, window by window, each window's use read from the
+    ledger only when it has one."""
     for window, (start, reset) in windows(now).items():
         set_here = {m: quotas[f"{m}_per_{window}"] for m in MEASURES if quotas[f"{m}_per_{window}"] > 0}
         if not set_here:
             continue
         spent = _spent(used, job, start)
         for measure, limit in set_here.items():
-            quota = Quota(_label(f"{measure}_per_{window}"), limit, spent[measure], reset)
-            seen.append(quota)
-            if quota.used >= limit and not every:
-                return Check(quota, warnings=tuple(warnings))
-            if measure == "tokens" and (left is None or limit - quota.used < left.limit - left.used):
-                left = quota
-    if followups is not None and (every or job.kind in FOLLOWUP_KINDS):
-        day, reset = windows(now)["day"]
-        for key, since, resets in (("followups_per_pr", None, None), ("followups_per_day", day.timestamp(), reset)):
-            if quotas[key] > 0:
-                quota = Quota(_label(key), quotas[key], followups(job, since), resets)
-                seen.append(quota)
-                if quota.used >= quota.limit and not every:
-                    return Check(quota, warnings=tuple(warnings))
-    room = None if left is None else max(0, int(left.limit - left.used))
-    return Check(tokens_left=room, token_quota=left, status=tuple(seen), warnings=tuple(warnings))
+            yield Quota(_label(f"{measure}_per_{window}"), limit, spent[measure], reset)
+
+
+def _followup_quotas(quotas: Mapping[str, float], followups: Followups, job: Job, now: datetime) -> Iterator[Quota]:
+    """The follow-up quotas that are set: per PR (ever) and per UTC day."""
+    day, reset = windows(now)["day"]
+    for key, since, resets in (("followups_per_pr", None, None), ("followups_per_day", day.timestamp(), reset)):
+        if quotas[key] > 0:
+            yield Quota(_label(key), quotas[key], followups(job, since), resets)
+
+
+_TOKEN_QUOTAS = frozenset(_label(f"tokens_per_{window}") for window in WINDOWS)
+
+
+def _tightest_token_quota(seen: list[Quota]) -> Quota | None:
+    """The token quota with the least left (the first of equals), which bounds the run's token budget."""
+    return min((q for q in seen if q.name in _TOKEN_QUOTAS), key=lambda q: q.limit - q.used, default=None)
 
 
 def reached(settings: Settings, used: Used, job: Job, now: datetime | None = None) -> Quota | None:
