@@ -5,6 +5,7 @@ toolchain on the host, bench/quality.py grades it in the sandbox). The report co
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -19,7 +20,9 @@ HOST = [t for t in TASKS.values() if t.language == "python" or (t.language == "j
 
 
 def _passes(task: QualityTask, root: Path, command: list[str]) -> bool:
-    return subprocess.run(command, cwd=root, capture_output=True, timeout=60).returncode == 0
+    # The fix edits a file in the same second to the same size: a .pyc cached by the first run would hide it.
+    env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
+    return subprocess.run(command, cwd=root, capture_output=True, timeout=60, env=env).returncode == 0
 
 
 def _commands(task: QualityTask) -> tuple[list[str], list[str]]:
