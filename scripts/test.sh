@@ -41,6 +41,8 @@ fi
 # pytest-xdist, then every other tier in one process (they share the engine, PostgreSQL and the model servers).
 # A failing unit tier still lets the other tiers run, so one CI run shows every failure.
 unit=0
-.venv/bin/pytest tests/unit -n "${MINIFIX_UNIT_WORKERS:-auto}" || unit=$?
+# Two workers per core: a quarter of the tier's time is spent waiting on git and server subprocesses (measured on 2
+# cores: 63 s with 2 workers, 57 s with 4; bench/RESULTS.md).
+.venv/bin/pytest tests/unit -n "${MINIFIX_UNIT_WORKERS:-$((2 * $(nproc)))}" || unit=$?
 .venv/bin/pytest --ignore=tests/unit
 exit "$unit"
