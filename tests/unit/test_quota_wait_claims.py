@@ -18,7 +18,7 @@ from bot.github.gateway import RateLimited
 from bot.jobs import Job, JobKind, JobOutcome, JobRequest, JobStatus
 from bot.ledger import open_ledger
 from bot.pipeline.admit import deferral
-from bot.queue.dispatch import JobQueue, build_queue
+from bot.queue.dispatch import JobQueue
 from bot.settings import Settings
 from bot.worker import quotas
 from bot.worker.pool import Worker
@@ -39,13 +39,6 @@ def ledger(settings: Settings) -> Iterator[Any]:
     led = open_ledger(settings)
     yield led
     led.close()
-
-
-@pytest.fixture
-def job_queue(settings: Settings) -> Iterator[JobQueue]:
-    q = build_queue(settings)
-    yield q
-    q.close()
 
 
 def make_due(settings: Settings, job_id: str) -> None:
