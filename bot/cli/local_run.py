@@ -1,16 +1,17 @@
 """`mini-fix run`: the agent on a local checkout, in the sandbox, with no GitHub at all. The command line's side:
-the flags fixed into what the run is given, then `bot/pipeline/local.py`'s steps, each one's result printed."""
+the flags fixed into a `LocalRun`, then its steps (`bot/pipeline/local.py`, `onhost.py`), each one's result printed."""
 
 from __future__ import annotations
 
 import sys
+import tempfile
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from bot.agent.loop import StepEvent
-from bot.pipeline import local
-from bot.pipeline.runconfig import Flags
+from bot.pipeline import local, onhost
+from bot.pipeline.runconfig import Flags, Settled
 from bot.settings import Settings
 
 
@@ -65,13 +66,26 @@ def progress(count: int) -> local.Progress:
 
 def run_local(request: LocalRunRequest, settings: Settings) -> int:
     """Run the agent on `request.repo` in fresh sandboxes (`--attempts` of them); 0 when one submitted a change."""
-    given = request.given()
+    run = local.LocalRun(request.given(), settings)
     try:
-        ready = local.configured(given, settings)
+        ready = run.configured()
     except local.Refused as exc:
         print(f"mini-fix: {exc}", file=sys.stderr)
         return 2
-    settled = ready.settled
+    given, count = run.given, ready.settled.config.attempts
+    print_ready(given, ready.settled)
+    with tempfile.TemporaryDirectory(prefix=f"mini-fix-{given.run_id}-") as scratch:
+        judgement = onhost.attempted(run.driver(ready, progress(count)), Path(scratch)).judgement
+    written = local.written(judgement, given.output, count)
+    for line in written.out:
+        print(line)
+    for line in written.err:
+        print(line, file=sys.stderr)
+    return written.code
+
+
+def print_ready(given: local.LocalGiven, settled: Settled) -> None:
+    """What the run settled, before anything starts: the tests and setup and why, the notes, the model, the output."""
     resolved, testing, count = settled.config, settled.testing, settled.config.attempts
     print(f"tests: {f'`{testing.command}`' if testing.command else 'none'} ({testing.why})")
     print(f"setup: {settled.setup.describe()}")
@@ -82,10 +96,3 @@ def run_local(request: LocalRunRequest, settings: Settings) -> int:
           f"output {given.output}")  # fmt: skip
     if count > 1:
         print(f"{count} attempts in parallel; each one's files go in {given.output}/{given.run_id}-<k>/")
-    judgement = local.attempts(given, ready, settings, progress(count))
-    written = local.written(judgement, given.output, count)
-    for line in written.out:
-        print(line)
-    for line in written.err:
-        print(line, file=sys.stderr)
-    return written.code

@@ -21,20 +21,18 @@ from bot.eval.grade import Grade
 from bot.eval.solve import (
     RETRIED_ON_RESUME,
     EvalContext,
+    EvalDriver,
     attempt_stats,
     error_record,
     grade_patch,
-    run_attempts,
     since,
-    tested,
 )
 from bot.eval.tasks import EvalTask
 from bot.pipeline.attempts.plan import Attempt
 from bot.pipeline.candidates import Candidate, Choice
 from bot.pipeline.git.gitops import GitError
-from bot.pipeline.git.hostgit import base_checkout
-from bot.pipeline.judge.judgement import judge
 from bot.pipeline.judge.ranking import reproductions_passed
+from bot.pipeline.onhost import attempted
 from bot.trajectory import annotate_trajectory
 
 TOTALS = ("steps", "tokens", "prompt_tokens", "completion_tokens", "format_errors", "model_seconds")
@@ -46,18 +44,13 @@ def solve_attempts(task: EvalTask, ctx: EvalContext, attempts: int) -> dict[str,
     group = uuid.uuid4().hex[:12]
     record: dict[str, Any] = {"instance_id": task.instance_id, "repo": task.repo, "run_id": group}
     with tempfile.TemporaryDirectory(prefix=f"mini-fix-eval-{group}-") as name:
-        tmp, checkout = Path(name), Path(name) / "repo"
+        tmp = Path(name)
         try:
-            base_checkout(task.git, task.base_commit, checkout)
+            done = attempted(EvalDriver(task, ctx, group, attempts, partial(attempt_trajectory, ctx, task)), tmp)
         except GitError as exc:
             return record | error_record(exc, started)
-        trajectory = partial(attempt_trajectory, ctx, task)
-        repo = tested(task, checkout)  # inferred once: the first message names its test, and it ranks the attempts
-        runs, checks = run_attempts(task, ctx, group, tmp, checkout=checkout, repo=repo, count=attempts,
-                                    trajectory=trajectory)  # fmt: skip
-        began = time.monotonic()
-        judgement = judge(runs, checks, secrets=ctx.settings.secrets)
-        record["verify_seconds"] = since(began)
+        judgement = done.judgement
+        record["verify_seconds"] = round(done.judge_seconds, 1)
         began = time.monotonic()
         grades = {
             c.index: grade_patch(task, ctx, c.change.diff, f"{c.run_id}-grade", tmp)

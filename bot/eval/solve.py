@@ -17,14 +17,12 @@ from bot.agent.model_base import Model
 from bot.eval.grade import Grade, grade
 from bot.eval.tasks import EvalTask
 from bot.pipeline.admit.gate import guidance
-from bot.pipeline.attempts.engine import started
 from bot.pipeline.attempts.exits import SUBMITTED
 from bot.pipeline.attempts.plan import Attempt, AttemptPlan, attempt_run_id
 from bot.pipeline.errors import RunFailed
 from bot.pipeline.git.gitops import GitError
-from bot.pipeline.git.hostgit import base_checkout
-from bot.pipeline.judge.judgement import Checks, judge
 from bot.pipeline.judge.testbed import SandboxFactory
+from bot.pipeline.onhost import Planned, attempted
 from bot.pipeline.runconfig import NO_FLAGS, Flags, RunConfig, resolve
 from bot.pipeline.task.issue import MAX_TASK_CHARS, cap, clean
 from bot.repo_config import infer
@@ -69,17 +67,12 @@ def solve(task: EvalTask, ctx: EvalContext) -> dict[str, Any]:
     started = time.monotonic()
     run_id = uuid.uuid4().hex[:12]
     record: dict[str, Any] = {"instance_id": task.instance_id, "repo": task.repo, "run_id": run_id}
+    path = ctx.trajectory_path(task)
     with tempfile.TemporaryDirectory(prefix=f"mini-fix-eval-{run_id}-") as tmp:
-        checkout = Path(tmp) / "repo"
-        try:
-            base_checkout(task.git, task.base_commit, checkout)
+        try:  # the App's own judge, as for several attempts
+            judgement = attempted(EvalDriver(task, ctx, run_id, 1, lambda _: path), Path(tmp)).judgement
         except GitError as exc:
             return record | error_record(exc, started)
-        path = ctx.trajectory_path(task)
-        repo = tested(task, checkout)
-        runs, checks = run_attempts(task, ctx, run_id, Path(tmp), checkout=checkout, repo=repo, count=1,
-                                    trajectory=lambda _: path)  # fmt: skip
-        judgement = judge(runs, checks, secrets=ctx.settings.secrets)  # the App's own, as for several attempts
         [attempt] = judgement.attempts
         if (failure := did_not_run(attempt)) is not None:
             return record | error_record(failure, started)
@@ -107,39 +100,52 @@ def grade_patch(task: EvalTask, ctx: EvalContext, patch: str, run_id: str, tmp: 
     return grade(task, patch, ctx.sandbox, sandbox_config(task, ctx), run_id, tmp)
 
 
-def run_attempts(
-    task: EvalTask,
-    ctx: EvalContext,
-    run_id: str,
-    tmp: Path,
-    *,
-    checkout: Path,
-    repo: tuple[RepoConfig, infer.TestPlan],
-    count: int,
-    trajectory: Callable[[int], Path],
-) -> tuple[list[Attempt], Checks]:
-    """The App's engine on the base `checkout`: `count` attempts, at most `ctx.attempt_workers` at once, each
-    with the App's agent, sandbox and setup, its trajectory at `trajectory(index)`, and its change taken out as
-    the App takes it; `repo` is `tested(task, checkout)`. With the checks the App's judge runs on them."""
-    config, testing = repo
-    resolved = ctx.run_config(task, config, count)
-    paths = {attempt_run_id(run_id, k, count): trajectory(k) for k in range(1, count + 1)}
-    plan = AttemptPlan.of(
-        resolved,
-        (resolved.repo, testing),
-        run_id=run_id,
-        factory=ctx.sandbox,
-        make_model=ctx.model,
-        trajectory_path=paths.__getitem__,
-        meta={"repo": task.repo, "model": ctx.model_config.model_name, "eval": {"instance_id": task.instance_id}},
-        cancel=ctx.cancel,  # no job-wide budget (`ceilings=False`): the agent's own limits
-        parallel=ctx.attempt_workers or 0,
-    )
-    text = cap(clean(task.problem_statement), MAX_TASK_CHARS)
-    if extra := guidance(config, checkout):
-        text = f"{text}\n\n{extra}"
-    with started(plan) as attempts:
-        return attempts.run(text, checkout, tmp, ctx.settings.secrets), Checks.of(plan, checkout, tmp)
+@dataclass(frozen=True)
+class EvalDriver:
+    """One task in `onhost.attempted` (the flow `mini-fix run` shares): the task's base commit, `count` attempts at
+    most `ctx.attempt_workers` at once, each with the App's agent, sandbox and setup and its trajectory at
+    `trajectory(index)`, the problem statement as the task."""
+
+    task: EvalTask
+    ctx: EvalContext
+    run_id: str
+    count: int
+    trajectory: Callable[[int], Path]
+
+    @property
+    def source(self) -> str:
+        return self.task.git
+
+    @property
+    def commit(self) -> str:
+        return self.task.base_commit
+
+    @property
+    def secrets(self) -> list[str]:
+        return self.ctx.settings.secrets
+
+    def planned(self, checkout: Path) -> Planned:
+        """The plan for the base `checkout`: the task's run configuration with its tests inferred from the clone
+        (`tested`: the first message names its test, and it ranks the attempts)."""
+        task, ctx, run_id, count = self.task, self.ctx, self.run_id, self.count
+        config, testing = tested(task, checkout)
+        resolved = ctx.run_config(task, config, count)
+        paths = {attempt_run_id(run_id, k, count): self.trajectory(k) for k in range(1, count + 1)}
+        plan = AttemptPlan.of(
+            resolved,
+            (resolved.repo, testing),
+            run_id=run_id,
+            factory=ctx.sandbox,
+            make_model=ctx.model,
+            trajectory_path=paths.__getitem__,
+            meta={"repo": task.repo, "model": ctx.model_config.model_name, "eval": {"instance_id": task.instance_id}},
+            cancel=ctx.cancel,  # no job-wide budget (`ceilings=False`): the agent's own limits
+            parallel=ctx.attempt_workers or 0,
+        )
+        text = cap(clean(task.problem_statement), MAX_TASK_CHARS)
+        if extra := guidance(config, checkout):
+            text = f"{text}\n\n{extra}"
+        return Planned(plan, text)
 
 
 def did_not_run(attempt: Attempt) -> RunFailed | None:

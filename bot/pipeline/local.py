@@ -1,11 +1,11 @@
 """`mini-fix run`'s driver: a checkout on this machine through the App's configuration, plan, engine and judge, the
-result as files, no forge. The command line (`bot/cli/local_run.py`) gives it a frozen `LocalGiven` and prints what
-each step returns; the steps run in the App's order (configuration, then what the checkout settles, then attempts)."""
+result as files, no forge. The command line (`bot/cli/local_run.py`) fixes its flags into a `LocalRun` and prints
+what each step returns; the steps run in the App's order (configuration, then what the checkout settles, then the
+attempts in the flow shared with `mini-fix eval`, `onhost.attempted`)."""
 
 from __future__ import annotations
 
 import shutil
-import tempfile
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -14,15 +14,15 @@ from pathlib import Path
 from bot.agent.config import missing_api_base
 from bot.agent.loop import StepEvent
 from bot.pipeline import runconfig
-from bot.pipeline.attempts.engine import started
 from bot.pipeline.attempts.execute import SANDBOX_FAILURES
 from bot.pipeline.attempts.exits import SUBMITTED, exit_for
 from bot.pipeline.attempts.plan import Attempt, AttemptPlan
 from bot.pipeline.attempts.setup_cache import RepoSetup, SetupOptions
 from bot.pipeline.git.gitops import GitError
-from bot.pipeline.git.hostgit import base_checkout, git
+from bot.pipeline.git.hostgit import git
 from bot.pipeline.git.quarantine import quarantined
-from bot.pipeline.judge.judgement import Checks, Judgement, judge
+from bot.pipeline.judge.judgement import Judgement
+from bot.pipeline.onhost import Planned
 from bot.pipeline.publish.prtext import attempts_table
 from bot.pipeline.runconfig import Flags, RunConfig, Settled
 from bot.pipeline.runtime import Runtime, print_ignored
@@ -108,54 +108,84 @@ class Ready:
     settled: Settled
 
 
-def configured(given: LocalGiven, settings: Settings) -> Ready:
-    """The run's commit and configuration, as the App's: the checkout's config file within the ceilings and the flags
-    over it (`runconfig.resolve`), then what the checkout settles, setup and tests (`runconfig.settle`). Refused: a
-    checkout that can't be used, a config file that can't be read, a self-hosted model with no address."""
-    head = checked_head(given.checkout)
-    try:
-        repo = repo_config(given.checkout)
-    except ConfigError as exc:
-        raise Refused(str(exc)) from None
-    resolved = run_config(given.flags, repo, settings)
-    settled = runconfig.settle(resolved, given.checkout, settings)
-    if problem := missing_api_base(settled.config.model):  # before any sandbox or model call, as the App's preflight
-        raise Refused(f"{problem}: {API_BASE_HINT}")
-    return Ready(head, settled)
+@dataclass(frozen=True)
+class LocalRun:
+    """One `mini-fix run` as the command line fixed it: what it is given and this deployment's settings. Its steps
+    run in the App's order: `configured` (every refusal before anything starts), then `driver` for the flow on
+    this machine (`onhost.attempted`), then `written`."""
+
+    given: LocalGiven
+    settings: Settings
+
+    def configured(self) -> Ready:
+        """The run's commit and configuration, as the App's: the checkout's config file within the ceilings and the
+        flags over it (`runconfig.resolve`), then what the checkout settles, setup and tests (`runconfig.settle`).
+        Refused: a checkout that can't be used, a config file that can't be read, a self-hosted model with no
+        address."""
+        given, settings = self.given, self.settings
+        head = checked_head(given.checkout)
+        try:
+            repo = repo_config(given.checkout)
+        except ConfigError as exc:
+            raise Refused(str(exc)) from None
+        resolved = run_config(given.flags, repo, settings)
+        settled = runconfig.settle(resolved, given.checkout, settings)
+        if problem := missing_api_base(settled.config.model):  # before any sandbox or model call, as the App's
+            raise Refused(f"{problem}: {API_BASE_HINT}")
+        return Ready(head, settled)
+
+    def driver(self, ready: Ready, progress: Progress) -> LocalDriver:
+        """The run's part of the flow on this machine: the checked HEAD, the plan, the task."""
+        return LocalDriver(self.given, ready, self.settings, progress)
 
 
-def attempts(given: LocalGiven, ready: Ready, settings: Settings, progress: Progress) -> Judgement:
-    """The App's own engine and judge on one frozen plan: parallel attempts on a clean clone of the checked HEAD
-    made by the worker's git (`base_checkout`, through the quarantine), the change taken out by the host, verified,
-    chosen."""
-    plan = _plan(given, ready.settled, settings, progress)
-    secrets = settings.secrets
-    with tempfile.TemporaryDirectory(prefix=f"mini-fix-{plan.run_id}-") as tmp, started(plan) as engine:
-        checkout = Path(tmp) / "own-checkout"
-        base_checkout(str(given.checkout), ready.head, checkout)
-        runs = engine.run(given.task, checkout, Path(tmp), secrets)
-        return judge(runs, Checks.of(plan, checkout, Path(tmp)), secrets=secrets)
+@dataclass(frozen=True)
+class LocalDriver:
+    """`mini-fix run` in `onhost.attempted`: a clean clone of the checked HEAD (the worker's git, through the
+    quarantine), the plan the run settled, the task as given."""
 
+    given: LocalGiven
+    ready: Ready
+    settings: Settings
+    progress: Progress
 
-def _plan(given: LocalGiven, settled: Settled, settings: Settings, progress: Progress) -> AttemptPlan:
-    """The attempts of one local run: the shared runtime, output under `given.output`, progress as it comes (an
-    inferred setup's failure is reported and the run goes on: the plan's `setup_tolerant`)."""
-    resolved, run_id, output = settled.config, given.run_id, given.output
-    name = str(given.checkout.resolve())
-    runtime = Runtime(settings)
-    setup = RepoSetup(name, SetupOptions.from_settings(settings), on_report=progress.on_setup, trust_clean_trees=True)
-    return AttemptPlan.of(
-        resolved,
-        settled.tested,
-        run_id=run_id,
-        factory=setup.bind(runtime.sandboxes()),  # the App's setup time limit and cache, for attempts and verify
-        make_model=runtime.model,
-        trajectory_path=lambda rid: output / "trajectory.json" if rid == run_id else output / rid / "trajectory.json",
-        meta={"repo": name, "profile": resolved.profile},
-        cancel=threading.Event(),  # nothing stops a local run but ^C
-        on_step=progress.on_step,
-        on_end=progress.on_end,
-    )
+    @property
+    def source(self) -> str:
+        return str(self.given.checkout)
+
+    @property
+    def commit(self) -> str:
+        return self.ready.head
+
+    @property
+    def secrets(self) -> list[str]:
+        return self.settings.secrets
+
+    def planned(self, checkout: Path) -> Planned:
+        """The attempts of one local run: the shared runtime, output under `given.output`, progress as it comes (an
+        inferred setup's failure is reported and the run goes on: the plan's `setup_tolerant`). The plan is the one
+        settled on the checkout before the clone (the same commit)."""
+        given, settled, settings, progress = self.given, self.ready.settled, self.settings, self.progress
+        resolved, run_id, output = settled.config, given.run_id, given.output
+        name = str(given.checkout.resolve())
+        runtime = Runtime(settings)
+        options = SetupOptions.from_settings(settings)
+        setup = RepoSetup(name, options, on_report=progress.on_setup, trust_clean_trees=True)
+        plan = AttemptPlan.of(
+            resolved,
+            settled.tested,
+            run_id=run_id,
+            factory=setup.bind(runtime.sandboxes()),  # the App's setup time limit and cache, for attempts and verify
+            make_model=runtime.model,
+            trajectory_path=lambda rid: (
+                output / "trajectory.json" if rid == run_id else output / rid / "trajectory.json"
+            ),
+            meta={"repo": name, "profile": resolved.profile},
+            cancel=threading.Event(),  # nothing stops a local run but ^C
+            on_step=progress.on_step,
+            on_end=progress.on_end,
+        )
+        return Planned(plan, given.task)
 
 
 def written(judgement: Judgement, output: Path, count: int) -> Written:

@@ -26,6 +26,10 @@ def _checkout(path: Path, files: dict[str, str]) -> Path:
     return path
 
 
+def _configured(given: local.LocalGiven, settings: Settings) -> local.Ready:
+    return local.LocalRun(given, settings).configured()
+
+
 def _given(checkout: Path, tmp: Path, flags: Flags = NO_FLAGS) -> local.LocalGiven:
     return local.LocalGiven(checkout, "fix it", flags, tmp / "out", "r1")
 
@@ -40,7 +44,7 @@ PYPROJECT = '[project]\nname = "calc"\nversion = "0"\n[project.optional-dependen
 def test_a_python_checkout_is_settled_as_the_app_settles_a_clone(tmp_path: Path) -> None:
     checkout = _checkout(tmp_path / "calc", {"pyproject.toml": PYPROJECT, "tests/test_calc.py": "def test_x(): pass\n"})
     settings = _settings(tmp_path, infer_setup=True)
-    ready = local.configured(_given(checkout, tmp_path), settings)
+    ready = _configured(_given(checkout, tmp_path), settings)
     settled = ready.settled
     assert ready.head == git(checkout, "rev-parse", "HEAD").strip()  # the commit the run works on, read once
     # the App's own step on the same configuration: one definition of what a checkout settles
@@ -54,7 +58,7 @@ def test_a_python_checkout_is_settled_as_the_app_settles_a_clone(tmp_path: Path)
 def test_a_configured_test_and_setup_are_kept(tmp_path: Path) -> None:
     config = "test: python -m unittest -q\nsetup:\n  - pip install -e .\n"
     checkout = _checkout(tmp_path / "c", {"pyproject.toml": PYPROJECT, ".github/mini-fix.yml": config})
-    settled = local.configured(_given(checkout, tmp_path), _settings(tmp_path, infer_setup=True)).settled
+    settled = _configured(_given(checkout, tmp_path), _settings(tmp_path, infer_setup=True)).settled
     assert settled.config.repo.test == "python -m unittest -q"
     assert "configured" in settled.testing.why
     assert not settled.setup.inferred and not settled.config.setup_inferred
@@ -69,23 +73,20 @@ def test_a_configured_test_and_setup_are_kept(tmp_path: Path) -> None:
 )
 def test_a_checkout_that_cannot_be_used_is_refused(tmp_path: Path, make: Callable[[Path], Path], why: str) -> None:
     with pytest.raises(local.Refused, match=why):
-        local.configured(_given(make(tmp_path), tmp_path), _settings(tmp_path))
+        _configured(_given(make(tmp_path), tmp_path), _settings(tmp_path))
     assert not (tmp_path / "out").exists()
 
 
 def test_an_unreadable_config_file_is_refused_with_its_error(tmp_path: Path) -> None:
     checkout = _checkout(tmp_path / "c", {".github/mini-fix.yml": "attempts: [not, a, number]\n"})
     with pytest.raises(local.Refused, match="attempts"):
-        local.configured(_given(checkout, tmp_path), _settings(tmp_path))
+        _configured(_given(checkout, tmp_path), _settings(tmp_path))
 
 
 def test_a_self_hosted_model_without_an_address_is_refused_before_anything_runs(tmp_path: Path) -> None:
     checkout = _checkout(tmp_path / "c", {"README": "x\n"})
     settings = Settings(data_dir=tmp_path / "data", model="hosted_vllm/m", _env_file=None)
     with pytest.raises(local.Refused, match="--api-base"):
-        local.configured(_given(checkout, tmp_path), settings)
+        _configured(_given(checkout, tmp_path), settings)
     flags = Flags(api_base="http://h:8000/v1")
-    assert (
-        local.configured(_given(checkout, tmp_path, flags), settings).settled.config.model.api_base
-        == "http://h:8000/v1"
-    )
+    assert _configured(_given(checkout, tmp_path, flags), settings).settled.config.model.api_base == "http://h:8000/v1"
