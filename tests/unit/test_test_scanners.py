@@ -1,12 +1,17 @@
 """Scanners for the tests Go, Rust, Java and JavaScript files define, and their bodies
-(bot/pipeline/judge/test_scanners.py over bot/pipeline/judge/code_blocks.py)."""
+(bot/pipeline/judge/test_scanners/ over bot/pipeline/judge/code_blocks.py)."""
 
 from __future__ import annotations
 
 import pytest
 
 from bot.pipeline.judge.pyscan import CASE, TEST, UNKNOWN, TestMap
-from bot.pipeline.judge.test_scanners import MAX_BYTES, MAX_LINE, go_tests, java_tests, js_tests, rust_tests, scan
+from bot.pipeline.judge.test_scanners import MAX_BYTES, scan
+from bot.pipeline.judge.test_scanners.common import MAX_LINE
+from bot.pipeline.judge.test_scanners.go import go_tests
+from bot.pipeline.judge.test_scanners.java import java_tests
+from bot.pipeline.judge.test_scanners.javascript import js_tests
+from bot.pipeline.judge.test_scanners.rust import rust_tests
 
 
 def test_go_finds_top_level_test_functions_only() -> None:
