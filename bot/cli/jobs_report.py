@@ -8,9 +8,10 @@ import sys
 from datetime import datetime
 from typing import Any
 
+from bot.forge_ids import forge_key
 from bot.jobs import Job, JobStatus
 from bot.ledger import open_ledger
-from bot.ledger.pr_outcomes import FOLLOWUPS, describe, pull_of, retry_counts
+from bot.ledger.pr_outcomes import FOLLOWUPS, describe, issue_key, pull_of, retry_counts
 from bot.settings import Settings
 
 COLUMNS = ("id", "repo", "issue", "kind", "status", "attempts", "created", "updated", "pr", "outcome")
@@ -40,7 +41,7 @@ def job_row(job: Job, outcomes: Outcomes | None = None, retries: int = 0, follow
     outcome = (outcomes or {}).get((job.repo, pull)) if pull is not None else None
     return {
         "id": job.id,
-        "repo": job.repo,
+        "repo": forge_key(job.repo, job.installation_id),  # `gitlab:group/project` on GitLab (bot/forge_ids.py)
         "issue": job.issue,
         "kind": str(job.kind),
         "status": str(job.status),
@@ -85,7 +86,7 @@ def _rows(jobs: list[Job], outcomes: Outcomes | None) -> list[dict[str, object]]
 
 
 def _keyed(jobs: list[Job]) -> list[tuple[Job, tuple[str, int]]]:
-    return [(job, (job.repo, job.issue)) for job in jobs]
+    return [(job, issue_key(job)) for job in jobs]
 
 
 def _cell(column: str, value: object) -> str:

@@ -9,7 +9,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from bot.jobs import Job
-from bot.ledger.pr_outcomes import pull_of, retry_counts
+from bot.ledger.pr_outcomes import issue_key, pull_of, retry_counts
 from bot.trajectory import parse_trajectory
 from bot.trajectory_store import TrajectoryStore
 
@@ -51,7 +51,7 @@ def _job_meta(job: Job, pr_outcomes: Outcomes, retries: dict[tuple[str, int], in
         "job_status": str(job.status),
         "kind": str(job.kind),
         "guidance": job.guidance,
-        "retries": retries.get((job.repo, job.issue), 0),
+        "retries": retries.get(issue_key(job), 0),
         "pr_url": job.pr_url,
         "pr": pr,
         "outcome": "merged" if pr.get("merged") else pr.get("state") or str(job.status),

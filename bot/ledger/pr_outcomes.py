@@ -155,12 +155,18 @@ def describe(outcome: dict[str, Any] | None, retries: int = 0, followups: int = 
     return ", ".join([text, *reviews, *runs])
 
 
+def issue_key(job: Job) -> tuple[str, int]:
+    """The key a job's issue goes by in `retry_counts`: (`forge_key`, number), so GitHub `acme/app#3` and a GitLab
+    project `acme/app`'s issue #3 are counted apart (a GitHub key stays the plain `owner/name`)."""
+    return forge_key(job.repo, job.installation_id), job.issue
+
+
 def retry_counts(jobs: list[Job], kinds: tuple[JobKind, ...] = (JobKind.RETRY,)) -> dict[tuple[str, int], int]:
-    """How many jobs of `kinds` (by default retries) each (repo, issue) had, among `jobs`."""
+    """How many jobs of `kinds` (by default retries) each issue had, among `jobs`, by `issue_key`."""
     counts: dict[tuple[str, int], int] = {}
     for job in jobs:
         if job.kind in kinds:
-            counts[(job.repo, job.issue)] = counts.get((job.repo, job.issue), 0) + 1
+            counts[issue_key(job)] = counts.get(issue_key(job), 0) + 1
     return counts
 
 

@@ -163,3 +163,24 @@ def test_follow_ups_count_beside_the_retries_in_a_prs_outcome() -> None:
     outcome = {"state": "merged", "human_pushes": 0, "reviews": {"approved": 1}}
     row = job_row(jobs[0], {("acme/widgets", 9): outcome}, retries=1, followups=3)
     assert row["outcome"] == "merged, 1 approved, 1 retry, 3 follow-ups" and row["followups"] == 3
+
+
+def test_retries_of_the_same_path_on_github_and_gitlab_are_counted_apart() -> None:
+    from bot.cli.jobs_report import format_table, job_row
+    from bot.forge_ids import installation_of
+    from bot.jobs import Job, JobKind
+    from bot.ledger.pr_outcomes import FOLLOWUPS, retry_counts
+
+    gitlab = installation_of("acme/app")
+
+    def job(kind: JobKind, n: int, installation: int) -> Job:
+        return Job(f"j{n}", kind, installation, "acme/app", 3, "alice", f"d{n}")
+
+    jobs = [job(JobKind.RETRY, 1, 7), job(JobKind.RETRY, 2, gitlab), job(JobKind.RETRY, 3, gitlab),
+            job(JobKind.CI, 4, gitlab)]  # fmt: skip
+    assert retry_counts(jobs) == {("acme/app", 3): 1, ("gitlab:acme/app", 3): 2}
+    assert retry_counts(jobs, FOLLOWUPS) == {("gitlab:acme/app", 3): 1}
+    assert [job_row(j)["repo"] for j in jobs[:2]] == ["acme/app", "gitlab:acme/app"]
+    table = format_table(jobs).splitlines()
+    assert table[1].split()[1] == "acme/app" and "1 retry" in table[1]  # the GitHub issue's one retry, not three
+    assert table[2].split()[1] == "gitlab:acme/app" and "2 retries, 1 follow-up" in table[2]
