@@ -1,5 +1,6 @@
 """`mini-fix usage`: what runs used (tokens, model seconds, sandbox CPU-seconds, wall time) from the ledger,
-summed per repository, installation and/or day, as a table or as JSON lines."""
+summed per repository, installation and/or day, as a table or as JSON lines. A GitLab project's repository reads
+`gitlab:group/project`, so it never adds up with the GitHub repository of the same path."""
 
 from __future__ import annotations
 

@@ -144,7 +144,8 @@ class Ledger(Protocol):
     def usage_totals(
         self, by: builtins.list[str], *, since: str = "", installation_id: int | None = None
     ) -> builtins.list[dict[str, Any]]:
-        """Usage summed by `by` (repo, installation, day) from the UTC day `since` on."""
+        """Usage summed by `by` (repo, installation, day) from the UTC day `since` on; by repo, each forge's apart (a
+        GitLab project's `repo` is `gitlab:group/project`, bot/ledger/usage.py)."""
         ...
 
     def followups_started(

@@ -190,7 +190,8 @@ class SqlLedger(Generic[C]):
     def usage_totals(
         self, by: builtins.list[str], *, since: str = "", installation_id: int | None = None
     ) -> builtins.list[dict[str, Any]]:
-        """Usage summed by `by` (repo, installation, day) from the UTC day `since` on."""
+        """Usage summed by `by` (repo, installation, day) from the UTC day `since` on; by repo, each forge's apart (a
+        GitLab project's `repo` is `gitlab:group/project`, bot/ledger/usage.py)."""
         return self._on_conn(lambda c: usage.totals(self.dialect, c, by, since=since, installation_id=installation_id))
 
     def followups_started(

@@ -14,6 +14,7 @@ from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from bot.forge_ids import forge_key
 from bot.ledger.sql import Dialect
 
 COLUMNS = (
@@ -39,6 +40,11 @@ UPSERT = (
     "WHERE job_usage.final = 0 AND job_usage.version < excluded.version"
 )
 GROUPS = {"repo": "repo", "installation": "installation_id", "day": "day"}
+# The same path may be a GitHub repository and a GitLab project of different owners: grouped by repository, rows
+# are grouped by forge too (the sign of the installation id, bot/forge_ids.py), and a GitLab project's sums go by
+# its `forge_key`, `gitlab:group/project` (a GitHub repository's stays `owner/name`). An installation is one forge's
+# already; a day's sums (or the grand total) are the deployment's, both forges together.
+GITLAB_SIGN = "CASE WHEN installation_id < 0 THEN -1 ELSE 1 END"
 
 
 @dataclass(frozen=True)
@@ -83,7 +89,8 @@ def totals(
     d: Dialect, conn: Any, by: builtins.list[str], *, since: str = "", installation_id: int | None = None
 ) -> builtins.list[dict[str, Any]]:
     """Sums grouped by `by` (of repo, installation, day), from the UTC day `since` on; largest token use first."""
-    keys = [GROUPS[name] for name in by]
+    forge = ["forge"] if "repo" in by else []  # a repository's forge, as the sign of its installation ids
+    keys = [GROUPS[name] for name in by] + [GITLAB_SIGN] * len(forge)
     where: builtins.list[str] = ["day >= ?"]
     params: builtins.list[Any] = [since]
     if installation_id is not None:
@@ -99,13 +106,15 @@ def totals(
         ),
         tuple(params),
     ).fetchall()
-    names = [*by, "jobs", "calls", "prompt_tokens", "completion_tokens", "model_seconds", "cost",
+    names = [*by, *forge, "jobs", "calls", "prompt_tokens", "completion_tokens", "model_seconds", "cost",
              "sandbox_cpu_seconds", "wall_seconds"]  # fmt: skip
     out = []
     for row in rows:
         if row[len(keys)] == 0:
             continue  # an aggregate over no rows
         item = dict(zip(names, row, strict=True))
+        if forge:
+            item["repo"] = forge_key(item["repo"], int(item.pop("forge")))
         for name in ("calls", "prompt_tokens", "completion_tokens"):
             item[name] = int(item[name] or 0)
         for name in ("model_seconds", "sandbox_cpu_seconds", "wall_seconds"):

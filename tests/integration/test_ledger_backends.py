@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from bot.forge_ids import mr_number
+from bot.forge_ids import installation_of, mr_number
 from bot.jobs import InstallationChange, JobDetails, JobKind, JobRequest, JobStatus, PrEvent
 from bot.ledger import open_ledger
 from bot.ledger.fair import ClaimPolicy
@@ -524,6 +524,23 @@ def test_usage_sums_by_repository_installation_and_day(ledger: Any) -> None:
     by_day = ledger.usage_totals(["installation", "day"], installation_id=77)
     assert [(r["installation"], r["day"], r["calls"]) for r in by_day] == [(77, "2026-12-04", 2), (77, "2026-12-05", 1)]
     assert [r["calls"] for r in ledger.usage_totals([], since="2026-12-05")] == [5]
+
+
+def test_usage_by_repository_keeps_a_gitlab_project_apart_from_the_github_repository_of_its_path(ledger: Any) -> None:
+    gitlab = installation_of("octo/widgets")  # GitLab's group `octo`: a spender other than GitHub's `octo`
+    ledger.record_usage(usage_row("a", "c", 1, calls=1))
+    ledger.record_usage(usage_row("b", "c", 1, calls=2, installation_id=gitlab))
+    ledger.record_usage(usage_row("c", "c", 1, calls=4, installation_id=installation_of("octo/other")))
+    by_repo = ledger.usage_totals(["repo"])
+    assert [(r["repo"], r["jobs"], r["calls"]) for r in by_repo] == [
+        ("gitlab:octo/widgets", 2, 6), ("octo/widgets", 1, 1),
+    ]  # fmt: skip
+    by_both = ledger.usage_totals(["repo", "installation"])
+    assert [(r["repo"], r["installation"], r["calls"]) for r in by_both] == [
+        ("gitlab:octo/widgets", gitlab, 6), ("octo/widgets", 77, 1),
+    ]  # fmt: skip
+    [total] = ledger.usage_totals([])  # the deployment's total: both forges
+    assert total["calls"] == 7
 
 
 def test_follow_ups_started_count_claimed_ones_only_not_those_a_quota_turned_away(ledger: Any) -> None:

@@ -13,6 +13,7 @@ from bot import metrics
 from bot.agent.config import ModelConfig
 from bot.agent.model_base import ModelReply
 from bot.cli.main import _parser, _usage
+from bot.forge_ids import installation_of
 from bot.jobs import Job, JobKind, JobOutcome, JobRequest, JobStatus
 from bot.ledger.sqlite.ledger import SqliteLedger
 from bot.queue.dispatch import JobQueue
@@ -153,6 +154,27 @@ def test_mini_fix_usage_prints_a_table_and_json_lines(
         "octo/widgets", "2", "4", "400",
     ]  # fmt: skip
     assert usage_command("--by", "org") == 2
+
+
+def test_mini_fix_usage_shows_a_gitlab_project_apart_from_the_github_repository_of_its_path(
+    settings: Settings,
+    ledger: SqliteLedger,
+    job_queue: JobQueue,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    worker = Worker(settings, ledger, job_queue, metered_runner(calls=2))
+    assert worker.run_job(submit(ledger, 1).id) == JobStatus.SUCCEEDED
+    gitlab = installation_of("octo/widgets")
+    for issue in (1, 2):  # GitLab's octo/widgets, issue #1 too: another project of another owner
+        assert worker.run_job(submit(ledger, issue, inst=gitlab).id) == JobStatus.SUCCEEDED
+    capsys.readouterr()
+
+    assert _usage(settings, _parser().parse_args(["usage", "--by", "repo", "--json"])) == 0
+    rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [(r["repo"], r["jobs"], r["calls"]) for r in rows] == [("gitlab:octo/widgets", 2, 4), ("octo/widgets", 1, 2)]
+    assert _usage(settings, _parser().parse_args(["usage", "--by", "repo"])) == 0
+    table = capsys.readouterr().out.splitlines()
+    assert [line.split()[:3] for line in table[1:]] == [["gitlab:octo/widgets", "2", "4"], ["octo/widgets", "1", "2"]]
 
 
 def test_usage_sql_runs_on_a_ledger_file_made_before_it(tmp_path: Path) -> None:
