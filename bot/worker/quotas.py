@@ -2,7 +2,8 @@
 (MINIFIX_QUOTA_WHEN_REACHED), and the issue says which quota, how much was used and when it resets.
 
 The operator sets defaults (MINIFIX_QUOTA_{TOKENS,COST,MODEL_SECONDS}_PER_{DAY,MONTH}, MINIFIX_QUOTA_FOLLOWUPS_PER_PR
-and _PER_DAY) and per-owner overrides (MINIFIX_QUOTA_OVERRIDES); the repository's and its organisation's
+and _PER_DAY) and per-owner overrides (MINIFIX_QUOTA_OVERRIDES: `acme` a GitHub owner, `gitlab:acme` a GitLab group,
+two spenders however alike their names, `quota_owner`); the repository's and its organisation's
 `.github/mini-fix.yml` may only lower them (bot/repo_config/quotas.py). Use is what the ledger's usage rows hold for
 the installation since the window began (UTC day, UTC calendar month), follow-ups and retries included; follow-ups
 are counted from the ledger's jobs (bot/ledger/followups.py). The check runs when a run is claimed, before anything
@@ -28,6 +29,7 @@ from itertools import chain
 import structlog
 from prometheus_client import Gauge
 
+from bot.forge_ids import forge_key
 from bot.github.gateway import GitHubError, GitHubGateway
 from bot.jobs import Job, JobKind, JobOutcome, JobStatus
 from bot.ledger import quota_notes
@@ -89,9 +91,17 @@ def _label(key: str) -> str:
     return f"{measure} per {'PR' if window == 'pr' else window}"
 
 
+def quota_owner(job: Job) -> str:
+    """Whose quotas apply to `job`: its repository's owner as MINIFIX_QUOTA_OVERRIDES names it, `acme` for a GitHub
+    owner and `gitlab:acme` for a GitLab top-level group (`forge_key`). The two are different spenders, maybe of
+    different people: an override for one never applies to the other, and each one's use is its own installation's
+    (a GitLab group's installation id is its own, negative one, bot/forge_ids.py)."""
+    return forge_key(job.repo.split("/", 1)[0], job.installation_id)
+
+
 def operator_limits(settings: Settings, owner: str) -> dict[str, float]:
-    """The owner's quotas by `<measure>_per_<window>` as the operator set them: the defaults, replaced by its
-    override where one is set (0 = none)."""
+    """The quotas of `owner` (a `quota_owner`) by `<measure>_per_<window>` as the operator set them: the defaults,
+    replaced by its override where one is set (0 = none)."""
     found: dict[str, float] = {key: float(getattr(settings, f"quota_{key}")) for key in KEYS}
     override = {k.lower(): v for k, v in settings.quota_overrides.items()}.get(owner.lower(), {})
     for key in found:
@@ -144,7 +154,7 @@ def check(
 ) -> Check:
     """The first quota the job's installation has used up, if any, else its token headroom (the ledger is read only
     for windows that have a quota); with `every`, all of them are looked at (the help reply)."""
-    quotas, warnings = limits(settings, job.repo.split("/", 1)[0], asked)
+    quotas, warnings = limits(settings, quota_owner(job), asked)
     now = now or datetime.now(UTC)
     applying: Iterator[Quota] = _spend_quotas(quotas, used, job, now)
     if followups is not None and (every or job.kind in FOLLOWUP_KINDS):
@@ -262,7 +272,7 @@ def _wanted(asked: Asked | None, job: Job) -> Mapping[str, float]:
 
 def _owner_has_quotas(settings: Settings, job: Job) -> bool:
     """Whether the operator set any quota for the job's owner (without one, nothing is read and nothing lowered)."""
-    return any(operator_limits(settings, job.repo.split("/", 1)[0]).values())
+    return any(operator_limits(settings, quota_owner(job)).values())
 
 
 def _run_showing(runner: Runner, job: Job, cancel: threading.Event, found: Check) -> JobOutcome:

@@ -7,6 +7,7 @@ from datetime import UTC, datetime
 from functools import partial
 from typing import Any
 
+from bot.forge_ids import installation_of
 from bot.jobs import Job, JobKind, JobOutcome, JobRequest, JobStatus
 from bot.ledger.sqlite.ledger import SqliteLedger
 from bot.ledger.usage import Usage
@@ -128,3 +129,33 @@ def test_the_tightest_token_quota_sets_the_headroom() -> None:
     found = quotas.check(settings, lambda inst, since: used[since], job(), NOW)
     assert (found.past, found.tokens_left) == (None, 3800)
     assert found.token_quota is not None and found.token_quota.name == "tokens per day"
+
+
+def test_a_github_owner_and_a_gitlab_group_of_one_name_are_different_spenders(
+    settings: Settings, ledger: SqliteLedger, job_queue: JobQueue
+) -> None:
+    gitlab = installation_of("acme/app")
+    today = datetime.now(UTC).strftime("%Y-%m-%d")
+    for inst, tokens in ((1, 150), (gitlab, 500)):  # each one's use, in one ledger
+        ledger.record_usage(Usage(f"old{inst}", "c", 1, inst, "acme/app", today, version=1, final=True, calls=1,
+                                  prompt_tokens=tokens))  # fmt: skip
+    capped = settings.model_copy(
+        update={"quota_overrides": {"acme": {"tokens_per_day": 100}, "gitlab:acme": {"tokens_per_day": 1000}}}
+    )
+    ran: list[int] = []
+
+    def runner(job: Job, cancel: threading.Event) -> JobOutcome:
+        ran.append(job.installation_id)
+        return JobOutcome(JobStatus.SUCCEEDED)
+
+    comments = Comments()
+    worker = Worker(capped, ledger, job_queue, quotas.guarded(runner, capped, partial(used_tokens, ledger), comments))
+    on_github = ledger.submit(JobRequest(JobKind.FIX, 1, "acme/app", 7, "alice", "a")).job
+    on_gitlab = ledger.submit(JobRequest(JobKind.FIX, gitlab, "acme/app", 7, "alice", "b")).job
+    assert worker.run_job(on_github.id) == JobStatus.CANCELLED  # 150 of GitHub acme's 100
+    assert worker.run_job(on_gitlab.id) == JobStatus.SUCCEEDED and ran == [gitlab]  # 500 of GitLab acme's 1,000
+    [(inst, _, _, body)] = comments.posted
+    assert inst == 1 and "100 tokens per day" in body and "150 used" in body  # GitLab's 500 not added in
+    assert quotas.quota_owner(on_gitlab) == "gitlab:acme" and quotas.quota_owner(on_github) == "acme"
+    only_github = settings.model_copy(update={"quota_overrides": {"acme": {"tokens_per_day": 100}}})
+    assert quotas.check(only_github, partial(used_tokens, ledger), on_gitlab).status == ()  # GitHub's, not its
