@@ -7,6 +7,7 @@ import threading
 import time
 from collections.abc import Iterator
 
+from bot.forge_ids import GITLAB_KEY, is_mr
 from bot.ledger.contract import Ledger
 from bot.ledger.pr_outcomes import pull_of
 from bot.trajectory_store import TrajectoryStore
@@ -31,7 +32,7 @@ class ClosedPrSource:
         for (repo, pull), outcome in outcomes.items():
             if outcome["state"] in ("merged", "closed") and (repo, pull) in runs:  # only rows joined to a job
                 model = self._model(runs[(repo, pull)])
-                yield repo, model, bool(outcome["merged"]), outcome["human_pushes"] > 0
+                yield _label(repo, pull), model, bool(outcome["merged"]), outcome["human_pushes"] > 0
 
     def _pr_runs(self) -> dict[tuple[str, int], str]:
         with self._lock:
@@ -57,6 +58,12 @@ class ClosedPrSource:
         if text is not None:
             self._models[run_id] = model
         return model
+
+
+def _label(repo: str, pull: int) -> str:
+    """The `repo` label of a PR's series: a GitLab merge request's (its number above every GitHub PR's) is its
+    project's `gitlab:group/project`, so a GitHub repository and a GitLab project of one path count apart."""
+    return GITLAB_KEY + repo if is_mr(pull) else repo
 
 
 def _trajectory_model(text: str | None) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from bot.forge_ids import installation_of, mr_number
 from bot.jobs import Job, JobKind, JobStatus
 from bot.trajectory_store import LocalTrajectories
 from bot.web.pr_metrics import ClosedPrSource
@@ -39,3 +40,24 @@ def test_a_trajectory_that_is_not_one_counts_as_unknown(tmp_path: Path) -> None:
     (tmp_path / "r5" / "trajectory.json").write_text("[1, 2]")
     source = ClosedPrSource(_Ledger(), LocalTrajectories(tmp_path))  # type: ignore[arg-type]
     assert list(source()) == [("o/a", "unknown", True, True)]
+
+
+class _TwoForges:
+    """`o/a` on GitHub (PR #5) and a GitLab project `o/a` (merge request !5), both merged."""
+
+    def pr_outcomes(self) -> dict[tuple[str, int], dict[str, object]]:
+        merged = {"state": "merged", "merged": True, "human_pushes": 0}
+        return {("o/a", 5): merged, ("o/a", mr_number(5)): merged}
+
+    def list(self, limit: int) -> list[Job]:
+        return [
+            Job("j5", JobKind.FIX, 1, "o/a", 1, "ada", "d5", JobStatus.SUCCEEDED,
+                pr_url="https://github.com/o/a/pull/5", run_id="r5"),
+            Job("m5", JobKind.FIX, installation_of("o/a"), "o/a", 1, "ada", "dm5", JobStatus.SUCCEEDED,
+                pr_url="https://gitlab.example/o/a/-/merge_requests/5", run_id="m5"),
+        ]  # fmt: skip
+
+
+def test_a_gitlab_projects_prs_are_counted_apart_from_the_github_repository_of_its_path(tmp_path: Path) -> None:
+    source = ClosedPrSource(_TwoForges(), LocalTrajectories(tmp_path))  # type: ignore[arg-type]
+    assert sorted(source()) == [("gitlab:o/a", "unknown", True, False), ("o/a", "unknown", True, False)]
