@@ -234,7 +234,8 @@ class Settings(ForgeSettings, BaseSettings):
     quota_overrides: dict[str, dict[str, float]] = {}
     """A JSON object of per-owner quotas over the defaults, e.g. `{"acme": {"tokens_per_month": 50000000}}`
     (keys `tokens_per_day`, `tokens_per_month`, `cost_per_day`, `cost_per_month`, `model_seconds_per_day`,
-    `model_seconds_per_month`, `followups_per_pr`, `followups_per_day`; 0 = none for that owner)."""
+    `model_seconds_per_month`, `followups_per_pr`, `followups_per_day`; 0 = none for that owner); a GitLab
+    top-level group is `gitlab:<group>`, never the GitHub owner of its name (bot/worker/quotas.py `quota_owner`)."""
     max_queued_per_installation: int = 0
     """Queued jobs one installation may have; the next trigger gets a queue-full comment (0 = no cap)."""
     create_labels: bool = True
