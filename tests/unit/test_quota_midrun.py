@@ -48,4 +48,5 @@ def test_crossing_a_token_quota_mid_run_stops_it_with_the_quota_named(github: Fa
     comments = "\n".join(world.issue_comments())
     assert "quota of 10,000 tokens per month was reached during the run" in comments
     assert "MINIFIX_MAX_TOKENS" not in comments
+    assert "its last 300 tokens were this run's budget); it resets at " in comments  # its use, and when it resets
     assert len(world.model.requests) < 10  # stopped at the quota's 300 tokens, not at the script's end
