@@ -132,6 +132,11 @@ class JobBudget:
                 self.tokens_spent = self.tokens_spent or why
             self._spend(why, close=False)
 
+    @property
+    def quota_spent(self) -> bool:
+        """Whether what stopped the attempts is the quota that set this budget (not MINIFIX_MAX_TOKENS)."""
+        return bool(self._tokens_why) and self.spent == self._tokens_why
+
     def _spend(self, why: str, *, close: bool = True) -> None:
         with self._lock:
             self.spent = self.spent or why

@@ -1,5 +1,6 @@
 """A run that crosses its organisation's token quota mid-run stops as at its job budget's end (MINIFIX_MAX_TOKENS),
-and its stop message names the quota instead."""
+and ends with its own outcome (`quota`): the message names the quota, and the advice is the quota's, not "narrow the
+issue down"."""
 
 from __future__ import annotations
 
@@ -27,8 +28,8 @@ def test_a_budget_a_quota_set_names_the_quota_from_any_thread() -> None:
     counter.start()
     counter.join(10)
     other.count(1, 10_000)
-    assert budget.spent == "the quota of 9 tokens per month was reached"
-    assert "MINIFIX_MAX_TOKENS" in other.spent
+    assert budget.spent == "the quota of 9 tokens per month was reached" and budget.quota_spent
+    assert "MINIFIX_MAX_TOKENS" in other.spent and not other.quota_spent
 
 
 def test_crossing_a_token_quota_mid_run_stops_it_with_the_quota_named(github: FakeGitHub, tmp_path: Path) -> None:
@@ -43,10 +44,11 @@ def test_crossing_a_token_quota_mid_run_stops_it_with_the_quota_named(github: Fa
     guarded = quotas.guarded(runner, settings, lambda inst, since: (9_700, 0.0, 0.0), lambda i, r: None)  # type: ignore[arg-type,return-value]
     job = Job("job1", quotas.JobKind.FIX, 7, REPO, world.issue, "alice", "d1", JobStatus.RUNNING)
     outcome = guarded(job, threading.Event())
-    assert outcome.status == JobStatus.FAILED and outcome.error and outcome.error.startswith("limits")
+    assert outcome.status == JobStatus.FAILED and outcome.error and outcome.error.startswith("quota:")
     assert "quota of 10,000 tokens per month was reached during the run" in outcome.error
     comments = "\n".join(world.issue_comments())
     assert "quota of 10,000 tokens per month was reached during the run" in comments
     assert "MINIFIX_MAX_TOKENS" not in comments
+    assert "spend quota was reached during the run" in comments and "Narrow the issue down" not in comments
     assert "its last 300 tokens were this run's budget); it resets at " in comments  # its use, and when it resets
     assert len(world.model.requests) < 10  # stopped at the quota's 300 tokens, not at the script's end

@@ -239,10 +239,11 @@ class Attempts:
         return budget.tokens_spent
 
     def _stopped(self, exc: RunFailed) -> RunFailed:
-        """An attempt stopped by the job's total budget ran out of budget; one stopped by the job was cancelled."""
+        """An attempt stopped by the job's total budget ran out of budget (or of the quota that set it); one stopped by
+        the job was cancelled."""
         budget = self.plan.budget
         if exc.outcome == Outcome.CANCELLED and budget.spent and not budget.cancel.is_set():
-            return RunFailed(Outcome.LIMITS, budget.spent)
+            return RunFailed(Outcome.QUOTA if budget.quota_spent else Outcome.LIMITS, budget.spent)
         return exc
 
     def _give(self, index: int) -> None:
