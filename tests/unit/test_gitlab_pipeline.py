@@ -143,3 +143,38 @@ def test_a_reviewers_unresolved_threads_are_followed_up(gitlab: FakeGitLab, tmp_
     task = LAST_MODEL[0].requests[0][1]["content"]
     assert "Name the operands x and y." in task and "`calc.py` line 2" in task
     assert "return x + y" in gitlab.show(PROJECT, f"mini-fix/issue-{iid}", "calc.py")
+
+
+def test_a_branch_pipelines_follow_up_finds_the_open_mr_of_its_branch(gitlab: FakeGitLab, tmp_path: Path) -> None:
+    other = gitlab.add_issue(PROJECT, "unrelated")  # issue #1, so the MR (!1) and the issue (#2) differ in number
+    iid = gitlab.add_issue(PROJECT, "add() subtracts", "add(2, 2) returns 0", author="alice")
+    first, _ = run(gitlab, tmp_path, [FIX, bash(SUBMIT)], issue=iid)
+    assert first.status == JobStatus.SUCCEEDED, first.error
+    [mr] = gitlab.merge_requests
+    branch = f"mini-fix/issue-{iid}"
+    sha = gitlab.branch_head(PROJECT, branch)
+    assert sha and mr["iid"] != iid
+    gitlab.add_pipeline(PROJECT, sha, branch, [("unit", "failed", TRACE)])
+    again = bash("printf 'def add(a, b):\\n    return a + b  # v2\\n' > calc.py")
+    details = JobDetails(head_sha=sha)  # a branch pipeline's hook names no merge request
+    outcome, _ = run(gitlab, tmp_path / "ci", [again, bash(SUBMIT)], id="job2", kind=JobKind.CI, issue=iid,
+                     requester="mini-fix-bot", details=details)  # fmt: skip
+    assert outcome.status == JobStatus.SUCCEEDED, outcome.error
+    assert "# v2" in gitlab.show(PROJECT, branch, "calc.py") and len(gitlab.merge_requests) == 1
+    assert "AssertionError: 5 != 4" in LAST_MODEL[0].requests[0][1]["content"]
+    assert gitlab.notes_on(PROJECT, other) == []
+
+
+def test_a_branch_pipelines_follow_up_ends_quietly_when_its_mr_was_closed(gitlab: FakeGitLab, tmp_path: Path) -> None:
+    iid = gitlab.add_issue(PROJECT, "add() subtracts", "add(2, 2) returns 0", author="alice")
+    first, _ = run(gitlab, tmp_path, [FIX, bash(SUBMIT)], issue=iid)
+    assert first.status == JobStatus.SUCCEEDED, first.error
+    [mr] = gitlab.merge_requests
+    sha = gitlab.branch_head(PROJECT, f"mini-fix/issue-{iid}")
+    assert sha
+    gitlab.close_mr(PROJECT, mr["iid"])
+    notes = len(gitlab.notes)
+    outcome, boxes = run(gitlab, tmp_path / "ci", [], id="job2", kind=JobKind.CI, issue=iid,
+                         requester="mini-fix-bot", details=JobDetails(head_sha=sha))  # fmt: skip
+    assert outcome.status == JobStatus.CANCELLED and "no open pull request" in str(outcome.error)
+    assert len(gitlab.notes) == notes and boxes == [] and LAST_MODEL[0].requests == []
