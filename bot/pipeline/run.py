@@ -85,6 +85,10 @@ def _ready(
     job: Job, kind: Kind, gh: GitHubGateway, number: int, deps: PipelineDeps
 ) -> tuple[Job, RunConfig] | JobOutcome:
     """The job with what its run carries, and its configuration; or how it ends before a run."""
+    located = kind.locate(job, gh)  # a GitLab branch pipeline's CI follow-up: its merge request, found now
+    if isinstance(located, JobOutcome):
+        return located
+    job = located
     if (ended := kind.gate(job, gh)) is not None:
         return ended
     role = kind.requester_role(job, gh)

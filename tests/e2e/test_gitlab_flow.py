@@ -2,7 +2,8 @@
 request on the fake GitLab (REST and git smart HTTP on 127.0.0.1), with a scripted model.
 
 The same scenarios as GitHub's flow: label → draft MR, `/agent retry` on the MR, `/agent stop`, a failed pipeline
-on the bot's push → one CI follow-up, a non-developer refused, and the token never posted anywhere.
+on the bot's push (an MR's or a branch's) → one CI follow-up, a non-developer refused, and the token never posted
+anywhere.
 """
 
 from __future__ import annotations
@@ -216,6 +217,36 @@ def test_a_failed_pipeline_on_the_bots_push_gets_one_ci_follow_up(gitlab: FakeGi
     assert "CI failed on the previous change" in task and "AssertionError: 6 != 5" in task and "\x1b" not in task
     assert leaked not in json.dumps(model.requests) and leaked not in json.dumps([n["body"] for n in gitlab.notes])
     assert "# v2" in gitlab.show(PROJECT, branch, "calc.py") and len(gitlab.merge_requests) == 1
+    secrets_absent(gitlab, model, data)
+
+
+def test_a_failed_branch_pipeline_on_the_bots_push_gets_one_ci_follow_up_on_its_mr(
+    gitlab: FakeGitLab, tmp_path: Path
+) -> None:
+    """GitLab's default pipelines are branch pipelines (`merge_request: null`): the worker finds the MR from the
+    branch. A project running an MR pipeline too sends a second failed hook for the commit: still one follow-up."""
+    trace = "$ python3 -m unittest\nFAIL: test_add\nAssertionError: 7 != 5 (branch pipeline)\n"
+    follow = [
+        bash_reply("printf 'def add(a, b):\\n    return a + b  # v3\\n' > calc.py", "Fix what CI said."),
+        bash_reply("printf 'COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT\\nfollow-up\\n'", "Submit."),
+    ]
+    with first_run(gitlab, tmp_path, follow) as run:
+        branch, mr_iid = run.branch, run.mr["iid"]
+        sha = str(gitlab.branch_head(PROJECT, branch))
+        gitlab.add_pipeline(PROJECT, sha, branch, [("unit", "failed", trace)])
+        on_branch = pipeline_hook(PROJECT, status="failed", mr_iid=None, branch=branch, user=BOT, sha=sha)
+        on_mr = pipeline_hook(PROJECT, status="failed", mr_iid=mr_iid, branch=branch, user=BOT, sha=sha, pipeline_id=32)
+        answers = [hook(run.app, on_branch), hook(run.app, on_mr)]
+        assert [a.status_code for a in answers] == [202, 202], [a.text for a in answers]
+        first, second = (a.json() for a in answers)
+        assert first["action"] == second["action"] == "enqueue" and first["job_id"] == second["job_id"]
+        assert (first["created"], second["created"]) == (True, False)  # the MR pipeline's hook: the same job
+        run.wait_for_second("the follow-up")
+    model, data = run.model, run.data
+    assert [j["kind"] for j in jobs(data, run.app.env)] == ["ci", "fix"]
+    task = model.requests[3]["messages"][1]["content"]
+    assert "CI failed on the previous change" in task and "AssertionError: 7 != 5" in task
+    assert "# v3" in gitlab.show(PROJECT, branch, "calc.py") and len(gitlab.merge_requests) == 1
     secrets_absent(gitlab, model, data)
 
 

@@ -18,6 +18,8 @@ from bot.jobs import Job, JobDetails, JobKind, JobStatus
 from bot.pipeline.deps import PipelineDeps
 from bot.pipeline.publish.outbound import redacting
 from bot.pipeline.run import run_pipeline
+from bot.pipeline.task.followup import IssueJobs
+from bot.repo_config.schema import DEFAULT_CI_FOLLOWUPS
 from bot.settings import Settings
 from sandbox.base import Sandbox, SandboxConfig
 from tests.support.fake_gitlab import FakeGitLab
@@ -46,7 +48,9 @@ def no_github(installation_id: int, repo: str) -> GitHubGateway:
     raise AssertionError(f"a GitLab job asked GitHub for {repo}")
 
 
-def run(gitlab: FakeGitLab, tmp_path: Path, replies: list[Any], **job: Any) -> tuple[Any, list[FakeSandbox]]:
+def run(
+    gitlab: FakeGitLab, tmp_path: Path, replies: list[Any], *, issue_jobs: IssueJobs | None = None, **job: Any
+) -> tuple[Any, list[FakeSandbox]]:
     settings = Settings(
         gitlab_url=gitlab.base_url,
         gitlab_token=SecretStr(gitlab.bot_token),
@@ -63,7 +67,9 @@ def run(gitlab: FakeGitLab, tmp_path: Path, replies: list[Any], **job: Any) -> t
     model = ScriptedModel(replies)
     LAST_MODEL[:] = [model]
     forges = redacting(by_forge(no_github, gitlab_factory(settings)), settings.secrets)
-    deps = PipelineDeps(settings, forges, sandbox, lambda _: model, load_config(), workdir=tmp_path / "work")
+    deps = PipelineDeps(
+        settings, forges, sandbox, lambda _: model, load_config(), workdir=tmp_path / "work", issue_jobs=issue_jobs
+    )
     fields = {"id": "job1", "kind": JobKind.FIX, "installation_id": installation_of(PROJECT), "repo": PROJECT,
               "requester": "alice", "delivery_id": "d1", **job}  # fmt: skip
     return run_pipeline(Job(**fields), threading.Event(), deps), boxes
@@ -143,3 +149,58 @@ def test_a_reviewers_unresolved_threads_are_followed_up(gitlab: FakeGitLab, tmp_
     task = LAST_MODEL[0].requests[0][1]["content"]
     assert "Name the operands x and y." in task and "`calc.py` line 2" in task
     assert "return x + y" in gitlab.show(PROJECT, f"mini-fix/issue-{iid}", "calc.py")
+
+
+def test_a_branch_pipelines_follow_up_finds_the_open_mr_of_its_branch(gitlab: FakeGitLab, tmp_path: Path) -> None:
+    other = gitlab.add_issue(PROJECT, "unrelated")  # issue #1, so the MR (!1) and the issue (#2) differ in number
+    iid = gitlab.add_issue(PROJECT, "add() subtracts", "add(2, 2) returns 0", author="alice")
+    first, _ = run(gitlab, tmp_path, [FIX, bash(SUBMIT)], issue=iid)
+    assert first.status == JobStatus.SUCCEEDED, first.error
+    [mr] = gitlab.merge_requests
+    branch = f"mini-fix/issue-{iid}"
+    sha = gitlab.branch_head(PROJECT, branch)
+    assert sha and mr["iid"] != iid
+    gitlab.add_pipeline(PROJECT, sha, branch, [("unit", "failed", TRACE)])
+    again = bash("printf 'def add(a, b):\\n    return a + b  # v2\\n' > calc.py")
+    details = JobDetails(head_sha=sha)  # a branch pipeline's hook names no merge request
+    outcome, _ = run(gitlab, tmp_path / "ci", [again, bash(SUBMIT)], id="job2", kind=JobKind.CI, issue=iid,
+                     requester="mini-fix-bot", details=details)  # fmt: skip
+    assert outcome.status == JobStatus.SUCCEEDED, outcome.error
+    assert "# v2" in gitlab.show(PROJECT, branch, "calc.py") and len(gitlab.merge_requests) == 1
+    assert "AssertionError: 5 != 4" in LAST_MODEL[0].requests[0][1]["content"]
+    assert gitlab.notes_on(PROJECT, other) == []
+
+
+def test_a_branch_pipelines_follow_up_ends_quietly_when_its_mr_was_closed(gitlab: FakeGitLab, tmp_path: Path) -> None:
+    iid = gitlab.add_issue(PROJECT, "add() subtracts", "add(2, 2) returns 0", author="alice")
+    first, _ = run(gitlab, tmp_path, [FIX, bash(SUBMIT)], issue=iid)
+    assert first.status == JobStatus.SUCCEEDED, first.error
+    [mr] = gitlab.merge_requests
+    sha = gitlab.branch_head(PROJECT, f"mini-fix/issue-{iid}")
+    assert sha
+    gitlab.close_mr(PROJECT, mr["iid"])
+    notes = len(gitlab.notes)
+    outcome, boxes = run(gitlab, tmp_path / "ci", [], id="job2", kind=JobKind.CI, issue=iid,
+                         requester="mini-fix-bot", details=JobDetails(head_sha=sha))  # fmt: skip
+    assert outcome.status == JobStatus.CANCELLED and "no open pull request" in str(outcome.error)
+    assert len(gitlab.notes) == notes and boxes == [] and LAST_MODEL[0].requests == []
+
+
+def test_a_branch_pipelines_follow_up_counts_toward_the_mrs_ci_follow_up_bound(
+    gitlab: FakeGitLab, tmp_path: Path
+) -> None:
+    iid = gitlab.add_issue(PROJECT, "add() subtracts", "add(2, 2) returns 0", author="alice")
+    first, _ = run(gitlab, tmp_path, [FIX, bash(SUBMIT)], issue=iid)
+    assert first.status == JobStatus.SUCCEEDED, first.error
+    [mr] = gitlab.merge_requests
+    sha = gitlab.branch_head(PROJECT, f"mini-fix/issue-{iid}")
+    assert sha
+    gitlab.add_pipeline(PROJECT, sha, f"mini-fix/issue-{iid}", [("unit", "failed", TRACE)])
+    fields = {"kind": JobKind.CI, "installation_id": installation_of(PROJECT), "repo": PROJECT, "issue": iid,
+              "requester": "mini-fix-bot", "status": JobStatus.SUCCEEDED}  # fmt: skip
+    earlier = [Job(id=f"ci{n}", delivery_id=f"d{n}", **fields) for n in range(DEFAULT_CI_FOLLOWUPS)]
+    outcome, boxes = run(gitlab, tmp_path / "ci", [], id="job2", kind=JobKind.CI, issue=iid, requester="mini-fix-bot",
+                         details=JobDetails(head_sha=sha), issue_jobs=lambda repo, number: earlier)  # fmt: skip
+    assert outcome.status == JobStatus.CANCELLED and "ci_followups" in str(outcome.error) and boxes == []
+    [note] = [n["body"] for n in gitlab.notes_on(PROJECT, mr["iid"], "merge_requests") if "limit" in n["body"]]
+    assert f"{DEFAULT_CI_FOLLOWUPS} CI follow-ups" in note  # said on the MR the branch's pipeline failed for

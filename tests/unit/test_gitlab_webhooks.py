@@ -235,14 +235,49 @@ def test_only_the_failed_status_acts(settings: Settings, status: str) -> None:
 
 
 def test_pipelines_that_get_no_follow_up(settings: Settings) -> None:
-    branch = pipeline_hook(REPO, status="failed", mr_iid=None)
     person = pipeline_hook(REPO, status="failed", user="alice")
     other = pipeline_hook(REPO, status="failed", branch="feature/x")
     fork = pipeline_hook(REPO, status="failed", source_project_id=PROJECT_ID + 1)
     merged = pipeline_hook(REPO, status="failed", mr_state="merged")
-    for payload in (branch, person, other, fork, merged):
+    for payload in (person, other, fork, merged):
         assert run("Pipeline Hook", payload, settings).action == "ignore"
-    assert "branch pipeline" in run("Pipeline Hook", branch, settings).reason
+
+
+def test_a_failed_branch_pipeline_of_the_bots_push_asks_for_a_ci_follow_up_whose_mr_the_worker_finds(
+    settings: Settings,
+) -> None:
+    # GitLab's default: a branch pipeline, `merge_request: null`; the branch is `object_attributes.ref`.
+    payload = pipeline_hook(REPO, status="failed", mr_iid=None, branch="mini-fix/issue-4")
+    decision = run("Pipeline Hook", payload, settings)
+    job = decision.job
+    assert (decision.action, job.kind, job.issue, job.requester) == ("enqueue", JobKind.CI, 4, BOT)
+    assert job.details.pull_request is None and job.details.head_sha == "a1" * 20  # no MR named: the worker looks
+    assert job.installation_id == installation_of(REPO) and job.repo == REPO
+
+
+def test_a_branch_and_an_mr_pipeline_failing_on_one_commit_ask_for_one_follow_up(settings: Settings) -> None:
+    branch = run("Pipeline Hook", pipeline_hook(REPO, status="failed", mr_iid=None), settings, delivery="d-1").job
+    mr = run("Pipeline Hook", pipeline_hook(REPO, status="failed", mr_iid=3, pipeline_id=32), settings, "d-2").job
+    assert branch.delivery_id == mr.delivery_id  # one key: the ledger records one job for both hooks
+    again = run("Pipeline Hook", pipeline_hook(REPO, status="failed", mr_iid=None, pipeline_id=33), settings, "d-3")
+    assert again.job.delivery_id == branch.delivery_id  # a retried branch pipeline failing again: the same one
+    newer = pipeline_hook(REPO, status="failed", mr_iid=None, sha="b2" * 20)
+    assert run("Pipeline Hook", newer, settings).job.delivery_id != branch.delivery_id  # a new commit: a new one
+    other_issue = pipeline_hook(REPO, status="failed", mr_iid=None, branch="mini-fix/issue-2")
+    assert run("Pipeline Hook", other_issue, settings).job.delivery_id != branch.delivery_id
+
+
+def test_branch_pipelines_of_a_person_a_tag_or_another_branch_get_none(settings: Settings) -> None:
+    ours = pipeline_hook(REPO, status="failed", mr_iid=None)
+    assert run("Pipeline Hook", ours, settings).action == "enqueue"
+    person = pipeline_hook(REPO, status="failed", mr_iid=None, user="alice")
+    other = pipeline_hook(REPO, status="failed", mr_iid=None, branch="feature/x")
+    tag = pipeline_hook(REPO, status="failed", mr_iid=None)
+    tag["object_attributes"]["tag"] = True  # a tag named mini-fix/issue-1 is no branch of mini-fix's
+    running = pipeline_hook(REPO, status="running", mr_iid=None)
+    for payload in (person, other, tag, running):
+        assert run("Pipeline Hook", payload, settings).action == "ignore"
+    assert "tag" in run("Pipeline Hook", tag, settings).reason
 
 
 def test_the_configured_bot_user_counts_for_pipelines(settings: Settings) -> None:

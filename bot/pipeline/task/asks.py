@@ -14,6 +14,7 @@ import structlog
 
 from bot.github.gateway import GitHubGateway, can_write
 from bot.jobs import Job, JobKind, JobStatus
+from bot.pipeline.task import followup
 from bot.render import render
 
 WaitingAsks = Callable[[str, int], list[Job]]  # (repo, issue) -> its waiting asks, oldest first
@@ -55,8 +56,8 @@ def fold(job: Job, gh: GitHubGateway, asks: AskLedger | None) -> list[Job]:
     if asks is None or job.kind.is_control:
         return []
     carried: list[Job] = []
-    for ask in asks.waiting(job.repo, job.issue):
-        status, why = _verdict(ask, gh)
+    for waiting in asks.waiting(job.repo, job.issue):
+        ask, status, why = _verdict(waiting, gh)
         if status == JobStatus.FOLDED:
             why = f"carried by job {job.id}"
         if not asks.settle(ask.id, status, why):
@@ -72,12 +73,16 @@ def fold(job: Job, gh: GitHubGateway, asks: AskLedger | None) -> list[Job]:
     return carried
 
 
-def _verdict(ask: Job, gh: GitHubGateway) -> tuple[JobStatus, str]:
+def _verdict(ask: Job, gh: GitHubGateway) -> tuple[Job, JobStatus, str]:
+    """How a waiting ask ends, and the ask as this run would carry it (with the PR it is about found)."""
     role = role_of(ask, gh)
     if not can_write(role):
         if ask.kind == JobKind.CI:
-            return JobStatus.CANCELLED, f"ci follow-up: sent by {ask.requester}, not the App"
-        return JobStatus.DENIED, f"requester role is {role}"
-    if ask.kind == JobKind.CI and ask.details.head_sha != gh.get_pr(pull_of(ask)).head_sha:
-        return JobStatus.CANCELLED, STALE_CI
-    return JobStatus.FOLDED, ""
+            return ask, JobStatus.CANCELLED, f"ci follow-up: sent by {ask.requester}, not the App"
+        return ask, JobStatus.DENIED, f"requester role is {role}"
+    located = followup.locate(ask, gh)  # a GitLab branch pipeline's CI ask names no merge request: found now
+    if located is None:
+        return ask, JobStatus.CANCELLED, followup.NO_OPEN_PR
+    if located.kind == JobKind.CI and located.details.head_sha != gh.get_pr(pull_of(located)).head_sha:
+        return located, JobStatus.CANCELLED, STALE_CI
+    return located, JobStatus.FOLDED, ""

@@ -29,6 +29,7 @@ MAX_REVIEW_BODY_CHARS = 3_000
 MAX_HUNK_CHARS = 1_500
 MAX_REVIEW_COMMENTS = 20
 RAN = (JobStatus.SUCCEEDED, JobStatus.FAILED)
+NO_OPEN_PR = "ci follow-up: no open pull request from the issue's branch"
 IssueJobs = Callable[[str, int], list[Job]]  # (repo, issue) -> its jobs, oldest first (Ledger.issue_jobs)
 
 log = structlog.get_logger(__name__)
@@ -37,6 +38,20 @@ log = structlog.get_logger(__name__)
 def pull_of(job: Job) -> int:
     """The pull request a follow-up is about."""
     return job.details.pull_request or job.issue
+
+
+def locate(job: Job, gh: GitHubGateway) -> Job | None:
+    """The job with the PR it is about: a CI follow-up that names none (a GitLab branch pipeline's hook names no
+    merge request) is about the open PR from the issue's branch, looked up now; None when there is none (it was
+    closed or merged: nothing to follow up, and nowhere to say so)."""
+    if job.kind != JobKind.CI or job.details.pull_request is not None:
+        return job
+    branch = f"mini-fix/issue-{job.issue}"
+    pr = gh.find_open_pr(branch)
+    if pr is None:
+        log.info("ci_followup_skipped", why="no open pull request from the branch", branch=branch)
+        return None
+    return replace(job, details=replace(job.details, pull_request=pr.number))
 
 
 def gate(job: Job, gh: GitHubGateway) -> JobOutcome | None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from bot.github.gateway import Comment, GitHubGateway, Issue, can_write
-from bot.jobs import Job, JobKind, JobOutcome
+from bot.jobs import Job, JobKind, JobOutcome, JobStatus
 from bot.pipeline.task import followup
 from bot.pipeline.task.feedback import review_feedback
 from bot.pipeline.task.followup import IssueJobs
@@ -27,6 +27,10 @@ class Kind:
     control = False  # acts on an issue's run instead of making one (`admit.control`)
     retry = False  # the status comment calls the run a retry
     counted = False  # its run, once started, counts toward the PR's `ci_followups` (`followup.ci_done`)
+
+    def locate(self, job: Job, gh: GitHubGateway) -> Job | JobOutcome:
+        """The job with what it is about found (a follow-up's PR), or how it ends when that is gone."""
+        return job
 
     def gate(self, job: Job, gh: GitHubGateway) -> JobOutcome | None:
         """How the job ends before anything else (None: it goes on)."""
@@ -99,6 +103,10 @@ class CiFollowUp(FollowUp):
     """A CI follow-up: sent by the App itself (`followup.gate` checks the login), so it may run it."""
 
     counted = True
+
+    def locate(self, job: Job, gh: GitHubGateway) -> Job | JobOutcome:
+        found = followup.locate(job, gh)
+        return found if found is not None else JobOutcome(JobStatus.CANCELLED, error=followup.NO_OPEN_PR)
 
     def requester_role(self, job: Job, gh: GitHubGateway) -> str:
         return "write"
