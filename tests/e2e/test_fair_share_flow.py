@@ -118,9 +118,9 @@ def test_a_monthly_token_quota_stops_one_organisation_and_lets_the_other_run(
     assert "1 tokens per month" in comment and "used" in comment and "resets at" in comment
     [started] = [key for key in ended if key[0] == A and key not in refused]
     # A's first run started with the quota's headroom (1 token) as its budget: it stopped as at a budget's end,
-    # and says which quota stopped it
+    # and ends with its own outcome, `quota`, saying which quota stopped it
     assert ended[started]["status"] == "failed"
-    assert ended[started]["outcome"].startswith("limits: this organisation's quota of 1 tokens per month was reached")
+    assert ended[started]["outcome"].startswith("quota: this organisation's quota of 1 tokens per month was reached")
     assert [pr["repo"] for pr in github.pulls] == [B]
 
 
