@@ -175,9 +175,7 @@ def check(
     left = _tightest_token_quota(seen)
     room = None if left is None else max(0, int(left.limit - left.used))
     bounding = tuple(q for q in seen if q.name in _BOUNDING_QUOTAS)
-    return Check(
-        tokens_left=room, token_quota=left, bounding=bounding, status=tuple(seen), warnings=tuple(warnings)
-    )
+    return Check(tokens_left=room, token_quota=left, bounding=bounding, status=tuple(seen), warnings=tuple(warnings))
 
 
 def _spend_quotas(quotas: Mapping[str, float], used: Used, job: Job, now: datetime) -> Iterator[Quota]:
@@ -240,7 +238,9 @@ def _headroom(quota: Quota) -> quota_notes.Headroom:
     """What the run may spend of a cost or model-second quota, and the words naming it when reached."""
     room = max(0.0, quota.limit - quota.used)
     unit = "of cost" if quota.name.startswith("cost") else "model-seconds"
-    return quota_notes.Headroom(_BOUNDING_QUOTAS[quota.name], room, _budget_reason(quota, f"{quota.amount(room)} {unit}"))
+    return quota_notes.Headroom(
+        _BOUNDING_QUOTAS[quota.name], room, _budget_reason(quota, f"{quota.amount(room)} {unit}")
+    )
 
 
 def prices(settings: Settings, model: quota_notes.TokenPrice | None) -> quota_notes.Prices:
