@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 import threading
 import time
+from functools import partial
 from pathlib import Path
 
 from bot.jobs import Job, JobOutcome, JobStatus
@@ -67,7 +68,9 @@ def _quota_run(
 ) -> tuple[World, JobOutcome]:
     """A run under the quota guard, as the wiring runs it, its organisation having `used` (tokens, cost, model
     seconds) today; each model call takes at least `slow` seconds."""
-    commit_files(github, REPO, {".github/mini-fix.yml": "keep_partial_work: false\n"})  # else a [WIP] draft
+    config = f"keep_partial_work: false  # {tmp_path.name}\n"  # else a [WIP] draft; a new commit per run
+    commit_files(github, REPO, {".github/mini-fix.yml": config})
+    tmp_path.mkdir(exist_ok=True)
     world = World(github, tmp_path, replies or [FIX, *[bash("true")] * 20])
     runs = world.settings.model_copy(update={"max_tokens": 1_000_000, **settings})
     model = world.model
@@ -114,13 +117,12 @@ def test_a_hosted_models_own_price_bounds_a_cost_quota(github: FakeGitHub, tmp_p
 
 
 def test_a_self_hosted_model_at_price_0_is_not_bounded_by_a_cost_quota(github: FakeGitHub, tmp_path: Path) -> None:
+    # the same quota, 0.001 left: a model litellm prices at 0.002 a token stops at once; one at price 0 runs on
+    quota, used = {"quota_cost_per_day": 10.0}, (0.0, 9.999, 0.0)
+    hosted = partial(_quota_run, github, tmp_path / "hosted", quota, used, model_price={"scripted/test": 0.002}.get)
+    _stopped_by(*hosted(), "quota of 10.00 cost per day was reached during the run")
     world, outcome = _quota_run(
-        github,
-        tmp_path,
-        {"quota_cost_per_day": 10.0},
-        (0, 9.999, 0),
-        replies=[FIX, bash(SUBMIT)],
-        model_price=lambda name: 0.0,
+        github, tmp_path / "own", quota, used, replies=[FIX, bash(SUBMIT)], model_price=lambda name: 0.0
     )
     assert outcome.status == JobStatus.SUCCEEDED, outcome.error
     assert len(world.model.requests) == 2
@@ -142,17 +144,18 @@ def test_crossing_a_model_seconds_quota_mid_run_stops_it_with_the_quota_named(
 
 
 def test_the_tightest_quota_ends_the_run_and_is_the_one_named(github: FakeGitHub, tmp_path: Path) -> None:
-    # 300 tokens left of the token quota, 0.30 of the cost quota (150 tokens), an hour of model-seconds
     settings = {**PRICED, "quota_tokens_per_month": 10_000, "quota_cost_per_day": 10.0,
                 "quota_model_seconds_per_month": 3_600.0}  # fmt: skip
-    world, outcome = _quota_run(github, tmp_path, settings, (9_700, 9.7, 0))
+    # 300 tokens left of the token quota, 0.30 of the cost quota (150 tokens), an hour of model-seconds
+    world, outcome = _quota_run(github, tmp_path / "cost", settings, (9_700, 9.7, 0))
     _stopped_by(world, outcome, "quota of 10.00 cost per day was reached during the run")
     assert "tokens per month" not in (outcome.error or "") and "model-seconds" not in (outcome.error or "")
     assert len(world.model.requests) == 2  # at the cost quota's 150 tokens, before the token quota's 300
-
-
-def test_a_tighter_token_quota_ends_the_run_before_a_cost_quota(github: FakeGitHub, tmp_path: Path) -> None:
-    settings = {**PRICED, "quota_tokens_per_month": 10_000, "quota_cost_per_day": 10.0}
-    world, outcome = _quota_run(github, tmp_path, settings, (9_800, 5.0, 0))  # 200 tokens, or 2,500 of cost
+    # 200 tokens left of the token quota, 5.00 of the cost quota (2,500 tokens)
+    world, outcome = _quota_run(github, tmp_path / "tokens", settings, (9_800, 5.0, 0))
     _stopped_by(world, outcome, "quota of 10,000 tokens per month was reached during the run")
-    assert "cost per day" not in (outcome.error or "")
+    assert "cost per day" not in (outcome.error or "") and len(world.model.requests) == 2
+    # 1 model-second left (calls of 0.4 s: the third at the latest), 1,000 tokens, 1.00 of cost (500 tokens)
+    world, outcome = _quota_run(github, tmp_path / "seconds", settings, (9_000, 9.0, 3_599.0), slow=0.4)
+    _stopped_by(world, outcome, "quota of 3,600 model-seconds per month was reached during the run")
+    assert "cost per day" not in (outcome.error or "") and len(world.model.requests) <= 3
