@@ -18,6 +18,7 @@ from tests.support.fake_github import FakeGitHub
 from tests.support.fake_github_config import commit_files
 from tests.support.scripted_model import bash
 from tests.unit.test_pipeline import FIX, REPO, SUBMIT, World, github, run_job
+from tests.unit.test_wip_budget import _assert_wip_draft
 
 __all__ = ["github"]
 
@@ -65,10 +66,11 @@ def _quota_run(
     replies: list[object] | None = None,
     slow: float = 0.0,
     model_price: quotas.quota_notes.TokenPrice | None = None,
+    keep: bool = False,
 ) -> tuple[World, JobOutcome]:
     """A run under the quota guard, as the wiring runs it, its organisation having `used` (tokens, cost, model
-    seconds) today; each model call takes at least `slow` seconds."""
-    config = f"keep_partial_work: false  # {tmp_path.name}\n"  # else a [WIP] draft; a new commit per run
+    seconds) today; each model call takes at least `slow` seconds; `keep`: its partial work kept as a [WIP] draft."""
+    config = f"keep_partial_work: {str(keep).lower()}  # {tmp_path.name}\n"  # a new commit per run
     commit_files(github, REPO, {".github/mini-fix.yml": config})
     tmp_path.mkdir(exist_ok=True)
     world = World(github, tmp_path, replies or [FIX, *[bash("true")] * 20])
@@ -159,3 +161,12 @@ def test_the_tightest_quota_ends_the_run_and_is_the_one_named(github: FakeGitHub
     world, outcome = _quota_run(github, tmp_path / "seconds", settings, (9_000, 9.0, 3_599.0), slow=0.4)
     _stopped_by(world, outcome, "quota of 3,600 model-seconds per month was reached during the run")
     assert "cost per day" not in (outcome.error or "") and len(world.model.requests) <= 3
+
+
+def test_a_model_seconds_quota_crossed_mid_run_keeps_the_change_as_a_wip_draft(
+    github: FakeGitHub, tmp_path: Path
+) -> None:
+    world, outcome = _quota_run(
+        github, tmp_path, {"quota_model_seconds_per_day": 100.0}, (0, 0, 99.0), slow=0.3, keep=True
+    )
+    _assert_wip_draft(github, world, outcome, "quota of 100 model-seconds per day was reached during the run")
