@@ -11,7 +11,7 @@ of it starts. A run that starts may spend the headroom of each quota, and no mor
 the run's token budget; a cost quota's becomes a bound on its tokens at the higher of the two per-token prices the
 ledger's accounting uses (MINIFIX_PRICE_PER_MILLION_*, else litellm's price of the run's model: a self-hosted model
 at price 0 has no cost bound), plus its model-seconds at MINIFIX_PRICE_PER_MODEL_SECOND where that is set; a
-model-second quota's bounds the seconds the run's attempts wait for their model calls (bot/pipeline/capacity.py
+model-second quota's headroom bounds the seconds the run's attempts wait for their model calls (bot/pipeline/capacity.py
 `JobBudget`, `quota_notes.bounds`). The first of these a run reaches, the tightest, stops it as at its token
 budget's end (the agents at their next step), with the outcome `quota` and a stop message naming that quota, its
 use and reset (partial work kept as a `[WIP]` draft where configured). The bounds count the attempts' model calls
