@@ -132,7 +132,7 @@ class Outcome(StrEnum):
     NO_ACCEPTABLE_ATTEMPT = "no_acceptable_attempt"  # several attempts, none of them may be proposed
     PROTECTED_PATHS = "protected_paths"
     LIMITS = "limits"
-    QUOTA = "quota"  # a spend quota (MINIFIX_QUOTA_*) that set the run's token budget was reached mid-run
+    QUOTA = "quota"  # a spend quota (MINIFIX_QUOTA_*: tokens, cost, model-seconds) was reached mid-run
     FORMAT_ERRORS = "format_errors"
     CONTEXT_WINDOW = "context_window"
     MODEL_UNAVAILABLE = "model_unavailable"

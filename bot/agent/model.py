@@ -168,6 +168,26 @@ class LitellmModel:
         return cost
 
 
+_TOKEN_PRICES = ("input_cost_per_token", "output_cost_per_token", "output_cost_per_reasoning_token",
+                 "cache_creation_input_token_cost")  # fmt: skip
+_OTHER_TIERS = ("priority", "flex", "batches", "ultrafast", "balanced")  # service tiers mini-fix never asks for
+
+
+def token_price(name: str) -> float:
+    """The highest per-token price litellm knows for model `name`, over prompt, completion, reasoning and cache
+    writes and a long context's tiers (a bound on any mix of its tokens); 0 when it knows none (self-hosted)."""
+    try:
+        info = import_litellm().get_model_info(name)
+    except Exception:  # not in litellm's price list
+        return 0.0
+    found = [
+        float(value)
+        for key, value in info.items()
+        if key.startswith(_TOKEN_PRICES) and not key.endswith(_OTHER_TIERS) and isinstance(value, int | float)
+    ]
+    return max([0.0, *found])
+
+
 def _short(error: BaseException | None, limit: int = 300) -> str:
     """An error's text, on one line and capped (a server's error page can be long)."""
     text = " ".join(str(error).split())

@@ -2,7 +2,7 @@
 
 `SandboxSlots` bounds the sandboxes (attempts' and verification's) one worker process keeps alive at once, over
 all its jobs; `JobBudget` stops every attempt of one job once, together, they have spent the job's tokens or wall
-time.
+time, or reached a cost or model-second quota's headroom (`quota_notes.bounds`).
 """
 
 from __future__ import annotations
@@ -96,21 +96,33 @@ def _remove(sandbox: Closable, slots: SandboxSlots | None) -> None:
 
 
 class JobBudget:
-    """The job's total over all its attempts: tokens and wall time; once either is spent every attempt stops.
+    """The job's total over all its attempts: tokens and wall time; once either is spent every attempt stops. A
+    cost or model-second quota's headroom (`quota_notes.bounds`, for the run's `model`) bounds the attempts' tokens
+    and model-seconds together the same way.
 
     `stop` is what the attempts watch: set by the job's own cancel flag (`/agent stop`, shutdown) or by the
     budget; `spent` says which budget, '' when none was. `closing` is set with it, except by a spent token budget
-    (`tokens_spent` says why): that one stops the agents at their next step and leaves their containers to them,
-    so that their work so far can still be taken out (`keep_partial_work`)."""
+    or a quota's bound (`tokens_spent` says why): that one stops the agents at their next step and leaves their
+    containers to them, so that their work so far can still be taken out (`keep_partial_work`)."""
 
     def __init__(
-        self, *, tokens: int, seconds: float, cancel: threading.Event, clock: Callable[[], float] = time.monotonic
+        self,
+        *,
+        tokens: int,
+        seconds: float,
+        cancel: threading.Event,
+        clock: Callable[[], float] = time.monotonic,
+        model: str = "",
     ) -> None:
         self.tokens, self.seconds, self.cancel, self.clock = tokens, seconds, cancel, clock
         self.stop, self.closing = CancelSignal(), CancelSignal()
         self.spent = self.tokens_spent = ""
-        self._tokens_why = quota_notes.token_budget_reason(tokens)  # a quota set it: on this (the job's) thread
+        # what the quota guard set, read on this (the job's) thread: the attempts' threads do not see it
+        self._tokens_why = quota_notes.token_budget_reason(tokens)
+        self._bounds = quota_notes.bounds(model)
+        self._quota_whys = frozenset(filter(None, (self._tokens_why, *(b.reason for b in self._bounds))))
         self._used: dict[int, int] = {}
+        self._model_seconds: dict[int, float] = {}
         self._lock = threading.Lock()
 
     def used(self) -> int:
@@ -119,23 +131,43 @@ class JobBudget:
             return sum(self._used.values())
 
     def count(self, attempt: int, tokens: int) -> None:
-        """Record attempt `attempt`'s tokens so far; stop every attempt once the total reaches the budget."""
+        """Record attempt `attempt`'s tokens so far; stop every attempt once the total reaches the budget (or a
+        quota's bound)."""
         with self._lock:
             self._used[attempt] = tokens
-            total = sum(self._used.values())
+            total, seconds = sum(self._used.values()), sum(self._model_seconds.values())
         if 0 < self.tokens <= total:
-            why = (
+            self._soft(
                 self._tokens_why
                 or f"the job's token budget over all attempts ({self.tokens:,}, MINIFIX_MAX_TOKENS) was spent"
             )
-            with self._lock:
-                self.tokens_spent = self.tokens_spent or why
-            self._spend(why, close=False)
+        self._bound(total, seconds)
+
+    def count_seconds(self, attempt: int, seconds: float) -> None:
+        """Record the seconds attempt `attempt`'s model calls took so far; stop every attempt once a quota's bound
+        is reached."""
+        with self._lock:
+            self._model_seconds[attempt] = seconds
+            total, spent = sum(self._used.values()), sum(self._model_seconds.values())
+        self._bound(total, spent)
+
+    def _bound(self, tokens: int, seconds: float) -> None:
+        for bound in self._bounds:
+            if bound.reached(tokens, seconds):
+                self._soft(bound.reason)
+                return
+
+    def _soft(self, why: str) -> None:
+        """Stop the agents at their next step, their containers left to them."""
+        with self._lock:
+            self.tokens_spent = self.tokens_spent or why
+        self._spend(why, close=False)
 
     @property
     def quota_spent(self) -> bool:
-        """Whether what stopped the attempts is the quota that set this budget (not MINIFIX_MAX_TOKENS)."""
-        return bool(self._tokens_why) and self.spent == self._tokens_why
+        """Whether what stopped the attempts is a quota (one that set this budget, or a cost or model-second
+        quota's bound), not MINIFIX_MAX_TOKENS."""
+        return self.spent in self._quota_whys
 
     def _spend(self, why: str, *, close: bool = True) -> None:
         with self._lock:

@@ -7,9 +7,15 @@ two spenders however alike their names, `quota_owner`); the repository's and its
 `.github/mini-fix.yml` may only lower them (bot/repo_config/quotas.py). Use is what the ledger's usage rows hold for
 the installation since the window began (UTC day, UTC calendar month), follow-ups and retries included; follow-ups
 are counted from the ledger's jobs (bot/ledger/followups.py). The check runs when a run is claimed, before anything
-of it starts; a token quota's headroom then lowers the run's token budget, so a run that would cross it stops as at
-its budget's end, its stop message naming the quota (partial work kept as a `[WIP]` draft where configured). Cost
-and model-second quotas are checked at the start only.
+of it starts. A run that starts may spend the headroom of each quota, and no more: a token quota's headroom lowers
+the run's token budget; a cost quota's becomes a bound on its tokens at the higher of the two per-token prices the
+ledger's accounting uses (MINIFIX_PRICE_PER_MILLION_*, else litellm's price of the run's model: a self-hosted model
+at price 0 has no cost bound), plus its model-seconds at MINIFIX_PRICE_PER_MODEL_SECOND where that is set; a
+model-second quota's headroom bounds the seconds the run's attempts wait for their model calls (bot/pipeline/capacity.py
+`JobBudget`, `quota_notes.bounds`). The first of these a run reaches, the tightest, stops it as at its token
+budget's end (the agents at their next step), with the outcome `quota` and a stop message naming that quota, its
+use and reset (partial work kept as a `[WIP]` draft where configured). The bounds count the attempts' model calls
+after each one, as the token budget does: a run ends within one call of each attempt past them.
 
 A waiting run goes back to the queue claimable at the reset (`JobOutcome.retry_in`: the ledger's `defer`, so the
 fair pick skips it until then, no polling); its issue gets one comment per quota it waits on. A wait spends no claim
@@ -19,6 +25,7 @@ reaching MINIFIX_MAX_CLAIMS.
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from collections.abc import Callable, Iterator, Mapping
 from contextvars import ContextVar
@@ -133,6 +140,7 @@ class Check:
     past: Quota | None = None
     tokens_left: int | None = None  # the tightest token quota's headroom; None = no token quota
     token_quota: Quota | None = None  # that quota, as it stood at the start
+    bounding: tuple[Quota, ...] = ()  # the cost and model-second quotas, which bound the run mid-run
     status: tuple[Quota, ...] = ()  # every quota that applies, as it stands
     warnings: tuple[str, ...] = field(default=(), compare=False)
 
@@ -166,7 +174,8 @@ def check(
             return Check(quota, warnings=tuple(warnings))
     left = _tightest_token_quota(seen)
     room = None if left is None else max(0, int(left.limit - left.used))
-    return Check(tokens_left=room, token_quota=left, status=tuple(seen), warnings=tuple(warnings))
+    bounding = tuple(q for q in seen if q.name in _BOUNDING_QUOTAS)
+    return Check(tokens_left=room, token_quota=left, bounding=bounding, status=tuple(seen), warnings=tuple(warnings))
 
 
 def _spend_quotas(quotas: Mapping[str, float], used: Used, job: Job, now: datetime) -> Iterator[Quota]:
@@ -190,6 +199,7 @@ def _followup_quotas(quotas: Mapping[str, float], followups: Followups, job: Job
 
 
 _TOKEN_QUOTAS = frozenset(_label(f"tokens_per_{window}") for window in WINDOWS)
+_BOUNDING_QUOTAS = {_label(f"{m}_per_{w}"): m for m in ("cost", "model_seconds") for w in WINDOWS}
 
 
 def _tightest_token_quota(seen: list[Quota]) -> Quota | None:
@@ -217,11 +227,27 @@ def within_quota(settings: Settings) -> Settings:
     return settings.model_copy(update={"max_tokens": max(1, left)})
 
 
-def _budget_reason(quota: Quota, budget: int) -> str:
+def _budget_reason(quota: Quota, budget: str) -> str:
     return (
         f"this organisation's quota of {quota.amount(quota.limit)} {quota.name} was reached during the run "
-        f"(its last {budget:,} tokens were this run's budget); {quota.reset_words()}"
+        f"(its last {budget} were this run's budget); {quota.reset_words()}"
     )
+
+
+def _headroom(quota: Quota) -> quota_notes.Headroom:
+    """What the run may spend of a cost or model-second quota, and the words naming it when reached."""
+    room = max(0.0, quota.limit - quota.used)
+    unit = "of cost" if quota.name.startswith("cost") else "model-seconds"
+    return quota_notes.Headroom(
+        _BOUNDING_QUOTAS[quota.name], room, _budget_reason(quota, f"{quota.amount(room)} {unit}")
+    )
+
+
+def prices(settings: Settings, model: quota_notes.TokenPrice | None) -> quota_notes.Prices:
+    """The ledger's prices (bot/worker/usage.py `Price`) per token (the higher of prompt and completion) and per
+    model-second; with none set, `model`'s price of the run's model."""
+    higher = max(settings.price_per_million_prompt_tokens, settings.price_per_million_completion_tokens) / 1e6
+    return quota_notes.Prices(higher, settings.price_per_model_second, model)
 
 
 def _help_lines(found: Check) -> tuple[str, ...]:
@@ -237,10 +263,14 @@ def guarded(
     followups: Followups | None = None,
     asked: Asked | None = None,
     clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+    model_price: quota_notes.TokenPrice | None = None,
 ) -> Runner:
     """`runner`, except that a run whose installation used up a quota is refused (or sent back to wait for the
     reset) with a comment on its issue, and one that may start runs with its token headroom known
-    (`within_quota`); `/agent help` runs with the repository's remaining quota to show."""
+    (`within_quota`) and its cost and model-second headroom as bounds (`model_price`: a model's per-token price
+    where the operator set none, litellm's by default); `/agent help` runs with the repository's remaining quota to
+    show."""
+    price = prices(settings, model_price or _litellm_price)
 
     def checked(job: Job, *, every: bool = False) -> Check:
         return check(settings, used, job, clock(), followups=followups, asked=_wanted(asked, job), every=every)
@@ -253,7 +283,7 @@ def guarded(
         found = checked(job)
         _report(job, found)
         if found.past is None:
-            return _run_within(runner, job, cancel, found)
+            return _run_within(runner, job, cancel, found, price)
         return _turn_away(job, found.past, settings, github, clock)
 
     return run
@@ -288,13 +318,22 @@ def _report(job: Job, found: Check) -> None:
         log.warning("quota_config_ignored", detail=warning)
 
 
-def _run_within(runner: Runner, job: Job, cancel: threading.Event, found: Check) -> JobOutcome:
-    """A run no quota stops: it runs with its token headroom claimed for this thread (`tokens_left`) and, under a
-    token quota, a budget whose end names that quota."""
-    note = quota_notes.RunQuota()
+def _litellm_price(model: str) -> float:
+    from bot.agent.model import token_price  # litellm: imported at a run, never at startup
+
+    return token_price(model)
+
+
+def _run_within(
+    runner: Runner, job: Job, cancel: threading.Event, found: Check, price: quota_notes.Prices
+) -> JobOutcome:
+    """A run no quota stops: it runs with its token headroom claimed for this thread (`tokens_left`), under a
+    token quota a budget whose end names that quota, and the cost and model-second quotas' headroom as bounds."""
+    note = quota_notes.RunQuota(headroom=tuple(map(_headroom, found.bounding)), prices=price)
     if found.token_quota is not None and found.tokens_left is not None:
         budget = max(1, found.tokens_left)
-        note = quota_notes.RunQuota(budget, _budget_reason(found.token_quota, budget))
+        reason = _budget_reason(found.token_quota, f"{budget:,} tokens")
+        note = dataclasses.replace(note, token_budget=budget, token_reason=reason)
     token = _TOKENS_LEFT.set(found.tokens_left)
     try:
         with quota_notes.running(note):

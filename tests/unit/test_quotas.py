@@ -159,3 +159,11 @@ def test_a_github_owner_and_a_gitlab_group_of_one_name_are_different_spenders(
     assert quotas.quota_owner(on_gitlab) == "gitlab:acme" and quotas.quota_owner(on_github) == "acme"
     only_github = settings.model_copy(update={"quota_overrides": {"acme": {"tokens_per_day": 100}}})
     assert quotas.check(only_github, partial(used_tokens, ledger), on_gitlab).status == ()  # GitHub's, not its
+
+
+def test_a_hosted_models_price_is_its_higher_per_token_price_and_a_self_hosted_ones_0() -> None:
+    from bot.agent.model import import_litellm, token_price
+
+    listed = import_litellm().get_model_info("openai/gpt-4o")
+    assert token_price("openai/gpt-4o") == max(listed["input_cost_per_token"], listed["output_cost_per_token"]) > 0
+    assert token_price("hosted_vllm/our-own-model") == 0.0  # not in litellm's price list: costs nothing

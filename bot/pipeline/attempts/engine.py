@@ -172,7 +172,8 @@ class Attempts:
                 self._remove(candidate.index, sandbox)
 
         try:
-            model = execute.TimedModel(plan.make_model(model_for(plan.model, candidate.temperature)))
+            made = plan.make_model(model_for(plan.model, candidate.temperature))
+            model = execute.TimedModel(made, partial(plan.budget.count_seconds, candidate.index))
             with execute.closed_on_cancel(sandbox, plan.budget.stop):
                 excludes = execute.run_setup(
                     sandbox,

@@ -199,10 +199,11 @@ def run_agent(
 
 
 class TimedModel:
-    """A model that adds up the time spent waiting for its replies (an attempt's model-time cost)."""
+    """A model that adds up the time spent waiting for its replies (an attempt's model-time cost), telling
+    `on_time` the total after each call (the job's budget: a model-second quota's bound)."""
 
-    def __init__(self, model: Model) -> None:
-        self.model, self.name, self.seconds = model, model.name, 0.0
+    def __init__(self, model: Model, on_time: Callable[[float], None] | None = None) -> None:
+        self.model, self.name, self.seconds, self.on_time = model, model.name, 0.0, on_time
 
     def query(self, messages: list[dict[str, Any]]) -> ModelReply:
         """The wrapped model's reply, timed."""
@@ -211,6 +212,8 @@ class TimedModel:
             return self.model.query(messages)
         finally:
             self.seconds += time.monotonic() - began
+            if self.on_time is not None:
+                self.on_time(self.seconds)
 
 
 def take_change(

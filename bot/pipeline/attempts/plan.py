@@ -122,7 +122,8 @@ class AttemptPlan:
         settles (attempts, sandbox, agent, model, repository config, setup network, caps) from `resolved`; the tests
         from `tested` (`infer.resolve` of `resolved.repo`; None: not known before the clone); what is the driver's
         own (sandboxes, model client, trajectory places, cancel flag, slots, progress) given. The job's budget is
-        the run configuration's (`job_tokens`, `job_seconds`), watched on the driver's cancel flag and clock."""
+        the run configuration's (`job_tokens`, `job_seconds`), watched on the driver's cancel flag and clock, with the
+        quotas' bounds for its model (`quota_notes.bounds`)."""
         plan = cls(
             count=resolved.attempts,
             run_id=run_id,
@@ -137,7 +138,13 @@ class AttemptPlan:
             max_export_bytes=resolved.max_export_bytes,
             trajectory_path=trajectory_path,
             meta=meta,
-            budget=JobBudget(tokens=resolved.job_tokens, seconds=resolved.job_seconds, cancel=cancel, clock=clock),
+            budget=JobBudget(
+                tokens=resolved.job_tokens,
+                seconds=resolved.job_seconds,
+                cancel=cancel,
+                clock=clock,
+                model=resolved.model.model_name,  # its price turns a cost quota's headroom into a bound
+            ),
             slots=slots or SandboxSlots(0),
             mirror=mirror,
             on_step=on_step,
