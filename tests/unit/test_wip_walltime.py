@@ -8,7 +8,6 @@ import dataclasses
 import threading
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 from bot.jobs import CancelSignal, JobStatus
 from bot.pipeline.capacity import JobBudget
@@ -106,16 +105,16 @@ class StuckWorld(Attempts):
             self.open_now += 1
         return box
 
-    def _ran(self, command: str) -> list[KeptSandbox]:
+    def ran(self, command: str) -> list[KeptSandbox]:
         return [box for box in list(self.boxes) if command in box.commands]
 
     def ran_out(self) -> bool:
         with self._lock:
             working = any(t == 0.0 and len(model.requests) >= 3 for t, model in self.models)
-        return working and bool(self._ran(STUCK))
+        return working and bool(self.ran(STUCK))
 
     def grace_over(self) -> bool:
-        return all(box.closed for box in self._ran(FIX_COMMAND))
+        return all(box.closed for box in self.ran(FIX_COMMAND))
 
     def deps(self) -> PipelineDeps:
         return _clocked(super().deps(), Clock(self.ran_out, self.grace_over))
@@ -135,7 +134,7 @@ def test_an_attempt_stuck_at_the_wall_times_end_is_closed_after_the_grace_and_th
     assert pr["draft"] and pr["title"].startswith("[WIP] ") and WALL in pr["body"]
     head = github.branch_head(REPO, f"mini-fix/issue-{world.issue}")
     assert head and "a + b" in github.show(REPO, head, "calc.py")  # the working attempt's change
-    [stuck] = world._ran(STUCK)
+    [stuck] = world.ran(STUCK)
     [(_, result)] = [(c, r) for c, r in stuck.returned if c == STUCK]
     assert stuck.closed and result.returncode == -9  # killed by the container's close, not by its own end
     assert all(box.closed for box in world.sandboxes)
@@ -161,7 +160,7 @@ def test_the_wall_time_stops_the_attempts_and_closes_their_containers_only_after
 
 def test_a_stop_of_the_job_during_the_wall_times_grace_closes_the_containers_at_once() -> None:
     now = [0.0]
-    cancel: Any = CancelSignal()
+    cancel = CancelSignal()
     budget = JobBudget(tokens=0, seconds=600, cancel=cancel, clock=lambda: now[0], grace=150)
     with budget.watching():
         now[0] = 600.0

@@ -23,7 +23,6 @@ from bot.repo_config.infer import TestPlan
 from bot.repo_config.schema import RepoConfig
 from sandbox.base import Sandbox, SandboxConfig
 
-
 TAKE_OUT_SECONDS = 30.0
 """At the job's wall time's end, how long past one action's own timeout the attempts have to reach their next step
 and have their work taken out (a model reply in flight, the export, the host's diff) before their containers are
