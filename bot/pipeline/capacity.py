@@ -102,8 +102,9 @@ class JobBudget:
     budget; `spent` says which budget, '' when none was (`tokens_spent`: the token budget's own). `closing`
     (remove the containers now) is set with it by a stop of the job, not by a spent budget: that one stops the
     agents at their next step and leaves their containers to them, so that their work so far can still be taken
-    out (`keep_partial_work`). The wall time bounds that too: `grace` seconds (of `clock`) after it ran out, `closing` is set whatever still runs (an agent
-    stuck in a long command, a take-out that hangs), so a job past its wall time still ends."""
+    out (`keep_partial_work`). The wall time bounds that too: `grace` seconds (of `clock`) after it ran out,
+    `closing` is set whatever still runs (an agent stuck in a long command, a take-out that hangs), so a job past
+    its wall time still ends."""
 
     def __init__(
         self,
