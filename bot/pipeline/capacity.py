@@ -101,9 +101,12 @@ class JobBudget:
     and model-seconds together the same way.
 
     `stop` is what the attempts watch: set by the job's own cancel flag (`/agent stop`, shutdown) or by the
-    budget; `spent` says which budget, '' when none was. `closing` is set with it, except by a spent token budget
-    or a quota's bound (`tokens_spent` says why): that one stops the agents at their next step and leaves their
-    containers to them, so that their work so far can still be taken out (`keep_partial_work`)."""
+    budget; `spent` says which budget, '' when none was (`tokens_spent`: the token budget's own). `closing`
+    (remove the containers now) is set with it by a stop of the job, not by a spent budget or a quota's bound: that
+    one stops the agents at their next step and leaves their containers to them, so that their work so far can
+    still be taken out (`keep_partial_work`). The wall time bounds that too: `grace` seconds (of `clock`) after it
+    ran out, `closing` is set whatever still runs (an agent stuck in a long command, a take-out that hangs), so a
+    job past its wall time still ends."""
 
     def __init__(
         self,
@@ -113,8 +116,9 @@ class JobBudget:
         cancel: threading.Event,
         clock: Callable[[], float] = time.monotonic,
         model: str = "",
+        grace: float = 0.0,
     ) -> None:
-        self.tokens, self.seconds, self.cancel, self.clock = tokens, seconds, cancel, clock
+        self.tokens, self.seconds, self.cancel, self.clock, self.grace = tokens, seconds, cancel, clock, grace
         self.stop, self.closing = CancelSignal(), CancelSignal()
         self.spent = self.tokens_spent = ""
         # what the quota guard set, read on this (the job's) thread: the attempts' threads do not see it
@@ -187,12 +191,18 @@ class JobBudget:
         started = self.clock()
 
         def watch() -> None:
+            why, closes_at = "", 0.0
             while not done.wait(POLL_SECONDS):
-                if self.cancel.is_set():
+                if self.cancel.is_set():  # a stop of the job, also during the grace: the containers go now
                     self.halt(cancel_reason(self.cancel) or "the job was stopped")
                     return
-                if 0 < self.seconds <= self.clock() - started:
-                    self._spend(f"the job's wall time over all attempts ({self.seconds:g} s) ran out")
+                now = self.clock()
+                if not why and 0 < self.seconds <= now - started:
+                    why = f"the job's wall time over all attempts ({self.seconds:g} s, MINIFIX_MAX_WALL_TIME) ran out"
+                    self._spend(why, close=False)  # the agents stop at their next step; their work is taken out
+                    closes_at = now + self.grace
+                if why and closes_at <= now:  # what has not ended by now is closed, its work lost
+                    self.halt(why)
                     return
 
         if self.cancel.is_set():

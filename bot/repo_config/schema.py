@@ -96,9 +96,9 @@ class RepoConfig(BaseModel):
     """The organisation's use per day, month or PR (`tokens_per_month: 2000000`, ...): lower than the operator's
     MINIFIX_QUOTA_* only; a higher value is ignored with a warning."""
     keep_partial_work: bool = True
-    """When a run ends on a step, token or time limit (or the job's token budget, a token quota) with a change that
-    passes the checks, open (or update) a draft PR titled `[WIP] ...` with it, so that `/agent retry` continues
-    from it."""
+    """When a run ends on a step, token or time limit (or the job's token budget or wall time, a token quota) with
+    a change that passes the checks, open (or update) a draft PR titled `[WIP] ...` with it, so that `/agent retry`
+    continues from it."""
 
     def allows_everyone(self) -> bool:
         """True when any writer may trigger runs."""

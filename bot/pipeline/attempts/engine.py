@@ -182,7 +182,7 @@ class Attempts:
                     checkout=checkout,
                     tolerant=plan.setup_tolerant,
                 )
-            keeps = plan.config.keep_partial_work  # then a spent token budget leaves the container to take work from
+            keeps = plan.config.keep_partial_work  # then a spent budget leaves the container to take work from
             with execute.closed_on_cancel(sandbox, plan.budget.closing if keeps else plan.budget.stop):
                 attempt.result = execute.run_agent(
                     model,
@@ -232,12 +232,13 @@ class Attempts:
         self.plan.on_step(index, event)
 
     def _budget_end(self, result: AgentResult) -> str:
-        """Why the job's token budget (or the quota that set it) stopped this agent, from the host's own count;
-        '' when it ended otherwise (a stop of the job or its wall time closes the container: no work is kept)."""
+        """Why the job's token budget (or the quota that set it) or its wall time stopped this agent, from the host's
+        own count and clock; '' when it ended otherwise (a stop of the job, or the wall time's grace over, closes
+        the container: no work is kept)."""
         budget = self.plan.budget
         if result.exit_status != exits.CANCELLED or budget.cancel.is_set() or budget.closing.is_set():
             return ""
-        return budget.tokens_spent
+        return budget.spent
 
     def _stopped(self, exc: RunFailed) -> RunFailed:
         """An attempt stopped by the job's total budget ran out of budget (or of the quota that set it); one stopped by

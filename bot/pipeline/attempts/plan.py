@@ -23,6 +23,11 @@ from bot.repo_config.infer import TestPlan
 from bot.repo_config.schema import RepoConfig
 from sandbox.base import Sandbox, SandboxConfig
 
+TAKE_OUT_SECONDS = 30.0
+"""At the job's wall time's end, how long past one action's own timeout the attempts have to reach their next step
+and have their work taken out (a model reply in flight, the export, the host's diff) before their containers are
+closed: an action running then ends within its timeout (the sandbox kills it), so a step under way still counts."""
+
 
 def attempt_run_id(run_id: str, index: int, count: int) -> str:
     """Attempt `index`'s run id: the job's own when it has one attempt (links stay as they were), else `<id>-<k>`."""
@@ -123,7 +128,8 @@ class AttemptPlan:
         from `tested` (`infer.resolve` of `resolved.repo`; None: not known before the clone); what is the driver's
         own (sandboxes, model client, trajectory places, cancel flag, slots, progress) given. The job's budget is
         the run configuration's (`job_tokens`, `job_seconds`), watched on the driver's cancel flag and clock, with the
-        quotas' bounds for its model (`quota_notes.bounds`)."""
+        quotas' bounds for its model (`quota_notes.bounds`); at its wall time's end the containers are left for one
+        action's timeout and `TAKE_OUT_SECONDS` more."""
         plan = cls(
             count=resolved.attempts,
             run_id=run_id,
@@ -144,6 +150,7 @@ class AttemptPlan:
                 cancel=cancel,
                 clock=clock,
                 model=resolved.model.model_name,  # its price turns a cost quota's headroom into a bound
+                grace=resolved.sandbox.timeout + TAKE_OUT_SECONDS,
             ),
             slots=slots or SandboxSlots(0),
             mirror=mirror,

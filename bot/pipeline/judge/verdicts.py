@@ -25,14 +25,14 @@ log = structlog.get_logger(__name__)
 
 
 def partial_work(runs: list[Attempt], config: RepoConfig, secrets: list[str]) -> Attempt | None:
-    """The first attempt a step, token or time limit (or the job's token budget, a quota) ended with a non-empty
-    change that passes the protected-path, link and secret checks, as a copy whose change is that partial one (to
-    publish as work in progress); None when there is none."""
+    """The first attempt a step, token or time limit (or the job's token budget or wall time, a quota) ended with a
+    non-empty change that passes the protected-path, link and secret checks, as a copy whose change is that partial
+    one (to publish as work in progress); None when there is none."""
     for run in runs:
         candidate, result = run.candidate, run.result
         if candidate.partial is None or not candidate.partial.diff.strip() or result is None:
             continue
-        ended = exits.limit_ended(result.exit_status) or candidate.budget_end  # the job's token budget, a quota
+        ended = exits.limit_ended(result.exit_status) or candidate.budget_end  # the job's budget, a quota
         if not ended or refusals(candidate.partial, config, secrets):
             continue
         return replace(run, candidate=replace(candidate, change=candidate.partial))
