@@ -282,7 +282,12 @@ class DockerSandbox:
         self.end_processes()  # nothing may change the tree while it is read
         with translated(self.config.image):
             chunks, _ = self.client.api.get_archive(self.container_id, self.config.cwd.rstrip("/") + "/.")
-            extract_archive(chunks, dest, max_bytes=max_bytes, skip_top=(".git",))
+            try:
+                extract_archive(chunks, dest, max_bytes=max_bytes, skip_top=(".git",))
+            finally:
+                # Closing the stream closes its connection: one left half read (an export stopped at its cap)
+                # holds the container in the engine, and removing it would wait out the client's timeout.
+                chunks.close()
 
     def image_id(self) -> str:
         """The id of the image this container was created from (a tag may have moved since)."""

@@ -44,5 +44,6 @@ unit=0
 # Two workers per core: a quarter of the tier's time is spent waiting on git and server subprocesses (measured on 2
 # cores: 63 s with 2 workers, 57 s with 4; bench/RESULTS.md).
 .venv/bin/pytest tests/unit -n "${MINIFIX_UNIT_WORKERS:-$((2 * $(nproc)))}" || unit=$?
-.venv/bin/pytest --ignore=tests/unit
+# --durations=25: every CI log names the slowest tests of these tiers (where the next minutes to win are).
+.venv/bin/pytest --ignore=tests/unit --durations=25
 exit "$unit"

@@ -33,7 +33,9 @@ from tests.support.model_server import ScriptedModelServer
 from tests.support.webhooks import deliver, labeled
 
 pytestmark = [pytest.mark.docker, pytest.mark.compose]
-SANDBOX_IMAGE = os.environ.get("MINIFIX_SANDBOX_IMAGE", "mini-fix-sandbox:latest")
+# The slim sandbox (scripts/ensure-docker.sh always builds it): the run only needs python3, and loading it into the
+# private engine takes a seventh of the polyglot image's 2 GB.
+SANDBOX_IMAGE = os.environ.get("MINIFIX_SLIM_SANDBOX_IMAGE", "mini-fix-sandbox:slim")
 
 
 class PrivateEngine:
@@ -73,8 +75,9 @@ class PrivateEngine:
         return (self.root / "dockerd.log").read_text(errors="replace")[-3000:]
 
 
-@pytest.fixture
-def engine() -> Iterator[PrivateEngine]:
+@pytest.fixture(scope="module")
+def private_engine() -> Iterator[PrivateEngine]:
+    """One private engine, with the sandbox image loaded once, for the module's tests (see `engine`)."""
     if os.environ.get("MINIFIX_SKIP_DOCKER") == "1":
         pytest.skip("MINIFIX_SKIP_DOCKER=1: Docker tests skipped on purpose")
     if not shutil.which("dockerd"):
@@ -95,6 +98,17 @@ def engine() -> Iterator[PrivateEngine]:
         shutil.rmtree(private.root, ignore_errors=True)
 
 
+@pytest.fixture
+def engine(private_engine: PrivateEngine) -> Iterator[PrivateEngine]:
+    """The module's engine, running and without a sandbox at the start and at the end of each test."""
+    if private_engine.proc is None or private_engine.proc.poll() is not None:
+        private_engine.start()  # a test that failed between its stop and start left it down
+    assert not private_engine.sandboxes(), "a sandbox left from an earlier test"
+    yield private_engine
+    for cid in private_engine.sandboxes():
+        private_engine.docker("rm", "-f", cid)
+
+
 def test_engine_restart_mid_run_ends_with_a_comment_and_no_leak(engine: PrivateEngine, tmp_path: Path) -> None:
     github = FakeGitHub()
     github.start()
@@ -109,7 +123,7 @@ def test_engine_restart_mid_run_ends_with_a_comment_and_no_leak(engine: PrivateE
         return FIX[1]  # type: ignore[return-value]
 
     with ScriptedModelServer([FIX[0], second_step, FIX[2]], by_turn=True) as model:
-        env = app_env(github, model, tmp_path / "data", DOCKER_HOST=engine.host)
+        env = app_env(github, model, tmp_path / "data", DOCKER_HOST=engine.host, MINIFIX_SANDBOX_IMAGE=SANDBOX_IMAGE)
         app = AppProcess(env, tmp_path / "app.log").start()
         try:
             assert (

@@ -157,3 +157,11 @@ def test_a_junit5_project_importing_the_junit_bom_runs_offline(
     failed = sandbox.execute("mvn -o test", timeout=240)
     assert failed.returncode != 0
     assert "Tests run: 1, Failures: 1" in failed.output
+
+
+def test_surefire_waits_seconds_not_half_a_minute_for_its_forked_jvm(sandbox: DockerSandbox) -> None:
+    """Debian's Surefire 2.22 on JDK 21 cannot end its forked test JVM: Surefire kills it after
+    `surefire.exitTimeout`, 30 s unless the image's MAVEN_ARGS says otherwise (every `mvn test` paid those 30 s)."""
+    args = sandbox.execute('printf "%s" "$MAVEN_ARGS"').output.split()
+    [timeout] = [arg.split("=", 1)[1] for arg in args if arg.startswith("-Dsurefire.exitTimeout=")]
+    assert 0 < int(timeout) <= 5, args

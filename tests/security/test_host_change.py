@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+import docker
 import pytest
 
 from bot.github.gateway import BotIdentity
@@ -14,6 +15,7 @@ from bot.pipeline.change import Change, compute_change
 from bot.pipeline.errors import RunFailed
 from bot.pipeline.git import diffpaths, gitops
 from sandbox.docker import DockerSandbox
+from tests.integration.conftest import container_exists
 from tests.security.repos import checkout, git
 
 pytestmark = pytest.mark.docker
@@ -104,7 +106,7 @@ def test_a_change_to_a_latin1_file_is_diffed_and_applied_as_bytes(
 
 
 def test_the_export_cap_stops_a_tree_too_large_to_take_out(
-    start_sandbox: Callable[..., DockerSandbox], tmp_path: Path
+    start_sandbox: Callable[..., DockerSandbox], docker_client: docker.DockerClient, tmp_path: Path
 ) -> None:
     repo = checkout(tmp_path, {"a.txt": "a\n"})
     sandbox = start_sandbox()
@@ -113,6 +115,8 @@ def test_the_export_cap_stops_a_tree_too_large_to_take_out(
     with pytest.raises(RunFailed) as failed:
         take_change(sandbox, repo, tmp_path / "export", max_bytes=1 << 20)
     assert "export limit" in failed.value.detail
+    sandbox.close()  # the half-read archive stream no longer holds the container: removing it succeeds
+    assert not container_exists(docker_client, sandbox.container_id)
 
 
 def test_push_change_carries_no_hook_or_filter_from_the_change(tmp_path: Path) -> None:

@@ -129,8 +129,12 @@ def test_the_test_verdict_is_the_engines_exit_code(sandbox: DockerSandbox) -> No
 
 
 def test_what_the_agent_left_running_is_killed_before_the_check(sandbox: DockerSandbox) -> None:
-    sandbox.execute("echo ok > verdict; setsid -f bash -c 'while :; do echo broken > verdict; sleep 0.05; done'")
+    # The daemon's output goes nowhere: holding the action's pipe it would keep the action to its timeout, whose kill
+    # would end the daemon before the check and leave nothing for the check to kill.
+    daemon = "while :; do echo broken > verdict; sleep 0.05; done"
+    sandbox.execute(f"echo ok > verdict; setsid -f bash -c '{daemon}' >/dev/null 2>&1")
     sandbox.execute("sleep 0.3")
+    assert daemon in sandbox.execute("ps -eo args").output  # still running when the check starts
     assert sandbox.run_check("echo ok > verdict; sleep 0.5; grep -qx ok verdict", timeout=30).returncode == 0
 
 

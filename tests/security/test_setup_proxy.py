@@ -170,7 +170,11 @@ def test_without_the_proxy_nothing_is_reached_not_even_the_host(
 
 
 def test_setup_processes_die_and_the_network_goes_before_the_agent(setup_sandbox: DockerSandbox) -> None:
-    setup_sandbox.execute("setsid -f sleep 4242; (sleep 4343 &)")
+    # Their output goes nowhere, so the action returns at once and they outlive it (holding its pipe they would keep
+    # it to its timeout, whose kill would end them before disconnect_network could).
+    setup_sandbox.execute("setsid -f sleep 4242 >/dev/null 2>&1; (sleep 4343 >/dev/null 2>&1 &)")
+    before = setup_sandbox.execute("ps -eo args").output
+    assert "sleep 4242" in before and "sleep 4343" in before
     proxy = setup_sandbox._proxy
     assert proxy is not None
     setup_sandbox.disconnect_network()
