@@ -8,6 +8,7 @@ the App's own verdicts choose, the PR shows the table; `/agent stop` during the 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import docker
 import pytest
@@ -60,22 +61,28 @@ def job_containers(job_id: str) -> list[str]:
     return [c.id for c in found]
 
 
+def one_job(github: FakeGitHub, model: ScriptedModelServer, tmp_path: Path, issue: int, **env: str) -> dict[str, Any]:
+    """The App serving `issue`'s label with `env` over the defaults, until its job ends: the job's ledger row."""
+    data = tmp_path / "data"
+    settings = app_env(github, model, data, **env)
+    app = AppProcess(settings, tmp_path / "app.log").start()
+    try:
+        deliver(f"{app.url}/webhook", "issues", labeled(REPO, issue, sender="alice"), SECRET)
+        ended = wait_for(
+            lambda: [j for j in jobs(data, settings) if j["status"] not in ("queued", "running")],
+            300,
+            "the job to end",
+            app.log,
+        )
+    finally:
+        app.stop()
+    return ended[0]
+
+
 def test_three_attempts_the_tested_small_fix_is_published(github: FakeGitHub, tmp_path: Path) -> None:
     issue = github.add_issue(REPO, "add() subtracts", "add(2, 3) returns -1", author="alice")
-    data = tmp_path / "data"
     with ScriptedModelServer([], by_temperature=SCRIPTS) as model:
-        env = app_env(github, model, data, MINIFIX_MAX_SANDBOXES="3")
-        app = AppProcess(env, tmp_path / "app.log").start()
-        try:
-            deliver(f"{app.url}/webhook", "issues", labeled(REPO, issue, sender="alice"), SECRET)
-            row = wait_for(
-                lambda: [j for j in jobs(data, env) if j["status"] not in ("queued", "running")],
-                300,
-                "the job to end",
-                app.log,
-            )[0]
-        finally:
-            app.stop()
+        row = one_job(github, model, tmp_path, issue, MINIFIX_MAX_SANDBOXES="3")
     assert row["status"] == "succeeded", row
     [pr] = github.pulls
     calc = github.show(REPO, f"mini-fix/issue-{issue}", "calc.py")

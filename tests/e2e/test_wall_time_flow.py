@@ -8,13 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.test_attempts_flow import REPO, github, job_containers
-from tests.e2e.test_github_flow import SECRET, app_env, jobs, wait_for
-from tests.support.app_process import AppProcess
+from tests.e2e.test_attempts_flow import REPO, github, job_containers, one_job
 from tests.support.fake_github import FakeGitHub
 from tests.support.fake_github_config import commit_files
 from tests.support.model_server import ScriptedModelServer, bash_reply
-from tests.support.webhooks import deliver, labeled
 
 pytestmark = [pytest.mark.docker, pytest.mark.e2e]
 __all__ = ["github"]
@@ -26,20 +23,8 @@ WALL = "the job's wall time over all attempts (20 s, MINIFIX_MAX_WALL_TIME) ran 
 def test_a_run_out_wall_time_opens_the_work_so_far_as_a_wip_draft(github: FakeGitHub, tmp_path: Path) -> None:
     commit_files(github, REPO, {".github/mini-fix.yml": "attempts: 1\n"})  # one attempt, no test to verify
     issue = github.add_issue(REPO, "add() subtracts", "add(2, 3) returns -1", author="alice")
-    data = tmp_path / "data"
     with ScriptedModelServer(WORKING) as model:
-        env = app_env(github, model, data, MINIFIX_MAX_WALL_TIME="20")
-        app = AppProcess(env, tmp_path / "app.log").start()
-        try:
-            deliver(f"{app.url}/webhook", "issues", labeled(REPO, issue, sender="alice"), SECRET)
-            row = wait_for(
-                lambda: [j for j in jobs(data, env) if j["status"] not in ("queued", "running")],
-                300,
-                "the job to end",
-                app.log,
-            )[0]
-        finally:
-            app.stop()
+        row = one_job(github, model, tmp_path, issue, MINIFIX_MAX_WALL_TIME="20")
     assert row["status"] == "succeeded", row
     [pr] = github.pulls
     assert pr["draft"] and pr["title"].startswith("[WIP] ") and WALL in pr["body"]
