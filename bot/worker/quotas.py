@@ -74,7 +74,10 @@ class Quota:
     resets_at: datetime | None  # None: never (a PR's follow-ups)
 
     def amount(self, value: float) -> str:
-        return f"{value:,.2f}" if self.name.startswith("cost") else f"{value:,.0f}"
+        if self.name.startswith("cost"):
+            return f"{value:,.2f}"
+        # whole tokens and seconds; a fraction of a second left is said as one ("its last 0.2 model-seconds")
+        return f"{value:,.0f}" if value >= 10 or value == int(value) else f"{value:,.1f}"
 
     def reset_words(self) -> str:
         return "it never resets" if self.resets_at is None else f"it resets at {self.resets_at:%Y-%m-%d %H:%M} UTC"

@@ -133,16 +133,16 @@ def test_a_self_hosted_model_at_price_0_is_not_bounded_by_a_cost_quota(github: F
 def test_priced_model_seconds_count_toward_a_cost_quota(github: FakeGitHub, tmp_path: Path) -> None:
     # tokens cost nothing; each call's at least 0.3 s at 1.00 a second crosses the 1.00 left within 4 calls
     settings = {"price_per_model_second": 1.0, "quota_cost_per_day": 10.0}
-    world, outcome = _quota_run(github, tmp_path, settings, (0, 9.0, 0), slow=0.3)
-    _stopped_by(world, outcome, "quota of 10.00 cost per day was reached during the run (its last 1.00 of cost")
+    world, outcome = _quota_run(github, tmp_path, settings, (0, 9.8, 0), slow=0.1)
+    _stopped_by(world, outcome, "quota of 10.00 cost per day was reached during the run (its last 0.20 of cost")
 
 
 def test_crossing_a_model_seconds_quota_mid_run_stops_it_with_the_quota_named(
     github: FakeGitHub, tmp_path: Path
 ) -> None:
-    # 1 model-second left; each call takes at least 0.3 s, so the fourth call at the latest crosses it
-    world, outcome = _quota_run(github, tmp_path, {"quota_model_seconds_per_day": 100.0}, (0, 0, 99.0), slow=0.3)
-    _stopped_by(world, outcome, "quota of 100 model-seconds per day was reached during the run (its last 1 model")
+    # 0.2 model-seconds left; each call takes at least 0.1 s, so the second call at the latest crosses it
+    world, outcome = _quota_run(github, tmp_path, {"quota_model_seconds_per_day": 100.0}, (0, 0, 99.8), slow=0.1)
+    _stopped_by(world, outcome, "quota of 100 model-seconds per day was reached during the run (its last 0.2 model")
 
 
 def test_the_tightest_quota_ends_the_run_and_is_the_one_named(github: FakeGitHub, tmp_path: Path) -> None:
@@ -157,8 +157,8 @@ def test_the_tightest_quota_ends_the_run_and_is_the_one_named(github: FakeGitHub
     world, outcome = _quota_run(github, tmp_path / "tokens", settings, (9_800, 5.0, 0))
     _stopped_by(world, outcome, "quota of 10,000 tokens per month was reached during the run")
     assert "cost per day" not in (outcome.error or "") and len(world.model.requests) == 2
-    # 1 model-second left (calls of 0.4 s: the third at the latest), 1,000 tokens, 1.00 of cost (500 tokens)
-    world, outcome = _quota_run(github, tmp_path / "seconds", settings, (9_000, 9.0, 3_599.0), slow=0.4)
+    # 0.2 model-seconds left (calls of 0.1 s: the second at the latest), 1,000 tokens, 1.00 of cost (500 tokens)
+    world, outcome = _quota_run(github, tmp_path / "seconds", settings, (9_000, 9.0, 3_599.8), slow=0.1)
     _stopped_by(world, outcome, "quota of 3,600 model-seconds per month was reached during the run")
     assert "cost per day" not in (outcome.error or "") and len(world.model.requests) <= 3
 
@@ -167,6 +167,6 @@ def test_a_model_seconds_quota_crossed_mid_run_keeps_the_change_as_a_wip_draft(
     github: FakeGitHub, tmp_path: Path
 ) -> None:
     world, outcome = _quota_run(
-        github, tmp_path, {"quota_model_seconds_per_day": 100.0}, (0, 0, 99.0), slow=0.3, keep=True
+        github, tmp_path, {"quota_model_seconds_per_day": 100.0}, (0, 0, 99.8), slow=0.1, keep=True
     )
     _assert_wip_draft(github, world, outcome, "quota of 100 model-seconds per day was reached during the run")
